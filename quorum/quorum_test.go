@@ -1,0 +1,127 @@
+package quorum_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/quorumlock/redlock/quorum"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var errNo = errors.New("no")
+
+func TestOf(t *testing.T) {
+	for n, want := range []int{1, 1, 2, 2, 3, 3, 4, 4} {
+		if got := quorum.Of(n); got != want {
+			t.Errorf("Of(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+// Every subset of failed nodes of five: quorum iff at least three succeed, and the decision
+// never needs more replies than it takes to know.
+func TestDecideEverySubset(t *testing.T) {
+	const n = 5
+	for mask := range 1 << n {
+		var wg sync.WaitGroup
+		r := quorum.Start(context.Background(), &wg, n, func(_ context.Context, i int) (int, error) {
+			if mask&(1<<i) != 0 {
+				return 0, errNo
+			}
+			return i, nil
+		})
+		out := r.Decide(quorum.Of(n), nil, nil)
+		r.Rest(func(quorum.Reply[int]) {})
+		wg.Wait()
+		failed := 0
+		for i := range n {
+			if mask&(1<<i) != 0 {
+				failed++
+			}
+		}
+		if want := n-failed >= 3; out.Quorum != want {
+			t.Errorf("mask %05b: Quorum = %v, want %v", mask, out.Quorum, want)
+		}
+		if len(out.Replies)+len(out.Pending) != n {
+			t.Errorf("mask %05b: %d replies + %d pending != %d", mask, len(out.Replies), len(out.Pending), n)
+		}
+	}
+}
+
+// A node that never answers does not delay a decision that is already known, and its reply is
+// handed to Rest once it comes.
+func TestDecideDoesNotWaitForStragglers(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		slow       []int
+		fail       []int
+		wantQuorum bool
+	}{
+		{"success with two silent", []int{3, 4}, nil, true},
+		{"failure with two silent", []int{3, 4}, []int{0, 1, 2}, false},
+		{"failure with one silent", []int{4}, []int{0, 1, 2}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			var wg sync.WaitGroup
+			r := quorum.Start(context.Background(), &wg, 5, func(_ context.Context, i int) (int, error) {
+				if slices.Contains(tc.slow, i) {
+					<-release
+					return i, nil
+				}
+				if slices.Contains(tc.fail, i) {
+					return 0, errNo
+				}
+				return i, nil
+			})
+			out := r.Decide(3, nil, nil)
+			if out.Quorum != tc.wantQuorum {
+				t.Fatalf("Quorum = %v, want %v", out.Quorum, tc.wantQuorum)
+			}
+			// The silent nodes are pending; a fast one may be too when the decision came first.
+			for _, i := range tc.slow {
+				if !slices.Contains(out.Pending, i) {
+					t.Fatalf("Pending = %v, want it to hold the silent node %d", out.Pending, i)
+				}
+			}
+			close(release)
+			var late []int
+			r.Rest(func(rep quorum.Reply[int]) { late = append(late, rep.Node) })
+			slices.Sort(late)
+			if !slices.Equal(late, out.Pending) {
+				t.Fatalf("late replies from %v, want the pending %v", late, out.Pending)
+			}
+			wg.Wait()
+		})
+	}
+}
+
+func TestDecideStops(t *testing.T) {
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	r := quorum.Start(context.Background(), &wg, 3, func(_ context.Context, i int) (int, error) {
+		if i > 0 {
+			<-release
+		}
+		return i, nil
+	})
+	stop := make(chan struct{})
+	close(stop)
+	out := r.Decide(2, stop, nil)
+	if out.Quorum {
+		t.Fatal("Quorum after stop with one reply of three")
+	}
+	close(release)
+	n := 0
+	r.Rest(func(quorum.Reply[int]) { n++ })
+	if got := len(out.Replies) + n; got != 3 {
+		t.Fatalf("saw %d replies in all, want 3", got)
+	}
+	wg.Wait()
+}
