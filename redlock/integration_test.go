@@ -1,0 +1,231 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// realCluster starts five redis-server processes and a Client over go-redis clients built with
+// go-redis's defaults, as users build them.
+func realCluster(t *testing.T, opts ...redlock.Option) ([]*redistest.Server, []redis.UniversalClient, *redlock.Client) {
+	t.Helper()
+	ss := redistest.StartN(t, 5)
+	nodes := redistest.Clients(t, redistest.Addrs(ss)...)
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return ss, nodes, c
+}
+
+// 16 goroutines x 50 rounds of lock, read, write, unlock on a counter kept in Redis: the end
+// value is exact, so no two critical sections overlapped.
+func TestRealServersSharedCounter(t *testing.T) {
+	_, nodes, c := realCluster(t, redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond))
+	store := nodes[0]
+	ctx := context.Background()
+	const workers, rounds = 16, 50
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range rounds {
+				l, err := c.Lock(ctx, "counter-lock", 10*time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				v, err := store.Get(ctx, "counter").Int()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					t.Error(err)
+				}
+				if err := store.Set(ctx, "counter", v+1, 0).Err(); err != nil {
+					t.Error(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got, err := store.Get(ctx, "counter").Int(); err != nil || got != workers*rounds {
+		t.Fatalf("counter = %d, %v; want %d", got, err, workers*rounds)
+	}
+}
+
+// With two of five nodes stopped (SIGSTOP), Lock, Extend and Unlock still succeed, and they do
+// not wait for the stopped nodes: the node timeout is an hour, so returning at all while the
+// nodes are still stopped proves it.
+func TestRealServersTwoStoppedNodesDoNotDelay(t *testing.T) {
+	ss, nodes, c := realCluster(t, redlock.WithNodeTimeout(time.Hour))
+	ss[1].Pause(t)
+	ss[3].Pause(t)
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 2, 4} {
+		if n, err := nodes[i].Exists(ctx, "k").Result(); err != nil || n != 0 {
+			t.Fatalf("node %d: exists = %d, %v after Unlock", i, n, err)
+		}
+	}
+}
+
+// With three of five stopped, the attempt fails after the node timeout, naming the silent nodes.
+func TestRealServersThreeStoppedNodes(t *testing.T) {
+	ss, _, c := realCluster(t, redlock.WithNodeTimeout(50*time.Millisecond))
+	for _, i := range []int{0, 2, 4} {
+		ss[i].Pause(t)
+	}
+	_, err := c.TryLock(context.Background(), "k", 10*time.Second)
+	if !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("err = %v, want ErrNotAcquired", err)
+	}
+	var silent []int
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ne *redlock.NodeError
+		if errors.As(e, &ne) {
+			silent = append(silent, ne.Node)
+			if ne.Addr != ss[ne.Node].Addr {
+				t.Errorf("NodeError.Addr = %q, want %q", ne.Addr, ss[ne.Node].Addr)
+			}
+		}
+	}
+	slices.Sort(silent)
+	if !slices.Equal(silent, []int{0, 2, 4}) {
+		t.Fatalf("node errors for %v, want [0 2 4]; err: %v", silent, err)
+	}
+}
+
+// A failed attempt whose SETs are still in flight on stopped nodes is rolled back there too,
+// after the late reply: once the nodes resume, no key of the attempt stays anywhere.
+func TestRealServersRollbackReachesLateNodes(t *testing.T) {
+	ss, nodes, c := realCluster(t, redlock.WithNodeTimeout(50*time.Millisecond))
+	ctx := context.Background()
+	for _, i := range []int{0, 1} {
+		if err := nodes[i].Set(ctx, "k", "someone-else", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ss[3].Pause(t)
+	ss[4].Pause(t)
+	if _, err := c.TryLock(ctx, "k", time.Minute); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("err = %v, want ErrNotAcquired", err)
+	}
+	time.Sleep(20 * time.Millisecond) // let the SETs reach the stopped nodes' sockets
+	ss[3].Resume()
+	ss[4].Resume()
+	c.Close() // waits for the late replies and their roll-back
+	for i, want := range []string{"someone-else", "someone-else", "", "", ""} {
+		got, err := nodes[i].Get(ctx, "k").Result()
+		if errors.Is(err, redis.Nil) {
+			err = nil
+		}
+		if err != nil || got != want {
+			t.Fatalf("node %d holds %q (%v), want %q", i, got, err, want)
+		}
+	}
+}
+
+// A cancelled acquisition leaves nothing behind, and says both why and that it failed.
+func TestRealServersCancelledAttemptLeavesNoKey(t *testing.T) {
+	ss, nodes, c := realCluster(t, redlock.WithNodeTimeout(time.Hour))
+	for _, s := range ss[2:] {
+		s.Pause(t)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	_, err := c.TryLock(ctx, "k", time.Minute)
+	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want ErrNotAcquired and context.Canceled", err)
+	}
+	for _, s := range ss[2:] {
+		s.Resume()
+	}
+	c.Close()
+	for i, n := range nodes {
+		if got, err := n.Exists(context.Background(), "k").Result(); err != nil || got != 0 {
+			t.Fatalf("node %d: exists = %d, %v", i, got, err)
+		}
+	}
+}
+
+// A lock left to expire is taken by another client; the first one's Unlock and Extend fail
+// with ErrNotHeld and leave the new holder's key alone.
+func TestRealServersExpiredLockTakenOver(t *testing.T) {
+	_, nodes, c := realCluster(t)
+	other, err := redlock.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ctx := context.Background()
+	first, err := c.TryLock(ctx, "k", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.TryLock(ctx, "k", time.Minute); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("taken while held: %v", err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	second, err := other.Lock(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Extend(ctx, time.Minute); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Extend of the expired lock: %v, want ErrNotHeld", err)
+	}
+	if err := first.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Unlock of the expired lock: %v, want ErrNotHeld", err)
+	}
+	for i, n := range nodes {
+		if got, _ := n.Get(ctx, "k").Result(); got != second.Token() {
+			t.Fatalf("node %d holds %q, want the new holder's token", i, got)
+		}
+		if ttl, _ := n.PTTL(ctx, "k").Result(); ttl < 50*time.Second {
+			t.Fatalf("node %d: the new holder's ttl was changed to %v", i, ttl)
+		}
+	}
+	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// EVALSHA falls back to EVAL when a node has lost its scripts (restart, SCRIPT FLUSH).
+func TestRealServersScriptFlush(t *testing.T) {
+	_, nodes, c := realCluster(t)
+	ctx := context.Background()
+	for i := range 2 {
+		l, err := c.TryLock(ctx, "k"+strconv.Itoa(i), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			n.ScriptFlush(ctx)
+		}
+		if err := l.Extend(ctx, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,314 @@
+// Package redlock is a distributed lock over N independent Redis masters (the Redlock
+// algorithm). An acquisition asks every node at once and succeeds only when a majority said yes
+// within the lock's drift-corrected validity; a failed attempt is rolled back on every node. The
+// lock stays correct while a minority of nodes is down, slow or partitioned away.
+//
+// The guarantee rests on assumptions spelled out in the README: node clocks advance at rates
+// that differ by less than the drift factor, a node that restarts does not come back without
+// the keys it held (persistence with fsync, or a restart delayed beyond the longest TTL), and a
+// holder stops using the lock when Until has passed.
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// conn is what the algorithm needs of one Redis master.
+type conn interface {
+	redis.Scripter
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+}
+
+var _ conn = redis.UniversalClient(nil)
+
+// A Client locks keys across a fixed set of independent Redis masters. It is safe for
+// concurrent use. It does not own the go-redis clients it was given: Close leaves them open.
+type Client struct {
+	nodes  []conn
+	addrs  []string
+	quorum int
+	options
+
+	// mu orders Close after every call in progress, so that no goroutine is added to bg once
+	// Close has started waiting for it.
+	mu     sync.RWMutex
+	closed bool
+	done   chan struct{} // closed by Close: ends waits between retries
+	bg     sync.WaitGroup
+}
+
+// New returns a Client over nodes, independent Redis masters (not replicas of one another);
+// use an odd number, 3 or 5 usually. Each node's index in nodes names it in errors.
+//
+// New checks everything and sends nothing: it fails on no nodes, a nil node, a node given
+// twice, or an option out of range.
+func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+	if len(nodes) == 0 {
+		return nil, errors.New("redlock: no nodes")
+	}
+	c := &Client{
+		nodes:   make([]conn, len(nodes)),
+		addrs:   make([]string, len(nodes)),
+		quorum:  quorum.Of(len(nodes)),
+		options: defaultOptions(),
+		done:    make(chan struct{}),
+	}
+	for i, n := range nodes {
+		if isNil(n) {
+			return nil, fmt.Errorf("redlock: node %d is nil", i)
+		}
+		for j := range i {
+			if same(nodes[j], n) {
+				return nil, fmt.Errorf("redlock: node %d is the same client as node %d", i, j)
+			}
+		}
+		c.nodes[i] = n
+		if rc, ok := n.(*redis.Client); ok {
+			c.addrs[i] = rc.Options().Addr
+		}
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, errors.New("redlock: nil option")
+		}
+		if err := opt(&c.options); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func isNil(n redis.UniversalClient) bool {
+	if n == nil {
+		return true
+	}
+	v := reflect.ValueOf(n)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+func same(a, b redis.UniversalClient) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer &&
+		va.Type() == vb.Type() && va.Pointer() == vb.Pointer()
+}
+
+// Close stops waiting Lock calls (they return ErrClosed) and waits for the client's own
+// goroutines: calls to nodes still in flight and their clean-up. A node call that its go-redis
+// client does not bound by the context ends at the client's own read timeout.
+// Close does not close the go-redis clients. Calling Close again does nothing.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.done)
+	}
+	c.mu.Unlock()
+	c.bg.Wait()
+	return nil
+}
+
+// Lock acquires key for ttl, retrying after a jittered delay (WithRetryDelay) until it
+// succeeds, ctx is done or the Client is closed. On failure the error wraps ErrNotAcquired,
+// the last attempt's *NodeError for each node that did not say yes, and ctx.Err() or ErrClosed
+// when that is what ended the wait.
+func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	if err := c.check(key, ttl); err != nil {
+		return nil, err
+	}
+	for {
+		l, err := c.attempt(ctx, key, ttl)
+		if err == nil || ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			return l, err
+		}
+		t := c.clock.NewTimer(c.retryDelay())
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errors.Join(err, ctx.Err())
+		case <-c.done:
+			t.Stop()
+			return nil, errors.Join(err, ErrClosed)
+		}
+	}
+}
+
+// TryLock makes exactly one attempt to acquire key for ttl. It fails with ErrNotAcquired,
+// wrapping a *NodeError for each node that did not say yes.
+func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	if err := c.check(key, ttl); err != nil {
+		return nil, err
+	}
+	return c.attempt(ctx, key, ttl)
+}
+
+// check rejects what no attempt could do anything sensible with.
+func (c *Client) check(key string, ttl time.Duration) error {
+	if key == "" {
+		return errors.New("redlock: empty key")
+	}
+	return c.checkTTL(ttl)
+}
+
+func (c *Client) checkTTL(ttl time.Duration) error {
+	if ttl%time.Millisecond != 0 {
+		return fmt.Errorf("redlock: ttl %v is not a whole number of milliseconds (Redis expires keys in ms)", ttl)
+	}
+	if d := clock.Drift(ttl, c.driftFactor); ttl <= d {
+		return fmt.Errorf("redlock: ttl %v must be larger than the clock drift allowance %v", ttl, d)
+	}
+	return nil
+}
+
+func (c *Client) retryDelay() time.Duration {
+	return c.retryMin + mrand.N(c.retryMax-c.retryMin+1)
+}
+
+// enter registers a call in progress; leave must follow. It fails once the Client is closed.
+func (c *Client) enter() error {
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (c *Client) leave() { c.mu.RUnlock() }
+
+// attempt is one acquisition: SET NX PX on every node at once, a decision at quorum, and the
+// roll-back of every node that may hold the key when the decision is no.
+func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	if err := c.enter(); err != nil {
+		return nil, errors.Join(ErrNotAcquired, err)
+	}
+	defer c.leave()
+	token := newToken()
+	stored := c.prefix + key
+
+	start := c.clock.Now()
+	until := clock.Deadline(start, ttl, c.driftFactor)
+	wait := min(c.nodeTimeout, until.Sub(start))
+	callCtx, cancel := context.WithTimeout(ctx, wait)
+	r := quorum.Start(callCtx, &c.bg, len(c.nodes), func(ctx context.Context, i int) (struct{}, error) {
+		ok, err := c.nodes[i].SetNX(ctx, stored, token, ttl).Result()
+		if err == nil && !ok {
+			err = errTaken
+		}
+		return struct{}{}, err
+	})
+	out := decide(c, ctx, r, wait)
+	now := c.clock.Now()
+
+	if out.Quorum && now.Before(until) {
+		drain(c, r, out, cancel, nil)
+		c.log.DebugContext(ctx, "redlock: acquired", "key", key, "validity", until.Sub(now))
+		return &Lock{c: c, key: key, stored: stored, token: token, until: until}, nil
+	}
+
+	// Roll back: release wherever our SET may have landed, that is everywhere but the nodes
+	// that clearly said no; a node still in flight is released once its reply is in.
+	relCtx := context.WithoutCancel(ctx)
+	for _, rep := range out.Replies {
+		if !errors.Is(rep.Err, errTaken) {
+			c.bg.Go(func() { c.rollback(relCtx, rep.Node, stored, token, ttl) })
+		}
+	}
+	drain(c, r, out, cancel, func(rep quorum.Reply[struct{}]) {
+		if !errors.Is(rep.Err, errTaken) {
+			c.rollback(relCtx, rep.Node, stored, token, ttl)
+		}
+	})
+
+	errs := []error{ErrNotAcquired}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	if out.Quorum {
+		errs = append(errs, fmt.Errorf("redlock: quorum reached after %v, past the validity", now.Sub(start)))
+	}
+	errs = append(errs, nodeErrors(c, ctx, out, wait)...)
+	err := errors.Join(errs...)
+	c.log.DebugContext(ctx, "redlock: not acquired", "key", key, "err", err)
+	return nil, err
+}
+
+// decide waits for the round's verdict, at most wait and while ctx lives.
+func decide[T any](c *Client, ctx context.Context, r *quorum.Round[T], wait time.Duration) quorum.Outcome[T] {
+	t := c.clock.NewTimer(wait)
+	defer t.Stop()
+	return r.Decide(c.quorum, ctx.Done(), t.C)
+}
+
+// drain hands the replies still in flight to late (when not nil) as they come, in a goroutine
+// of the Client's, then cancels the calls' context.
+func drain[T any](c *Client, r *quorum.Round[T], out quorum.Outcome[T], cancel context.CancelFunc, late func(quorum.Reply[T])) {
+	if len(out.Pending) == 0 {
+		cancel()
+		return
+	}
+	c.bg.Go(func() {
+		defer cancel()
+		r.Rest(func(rep quorum.Reply[T]) {
+			if late != nil {
+				late(rep)
+			}
+		})
+	})
+}
+
+// rollback releases one node after a failed attempt. It runs after the caller may have given
+// up, so it is bounded by the TTL: by then the key has expired anyway.
+func (c *Client) rollback(ctx context.Context, node int, stored, token string, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, ttl)
+	defer cancel()
+	if err := c.release(ctx, node, stored, token); err != nil && !errors.Is(err, errNotOwner) {
+		c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", node, "key", stored, "err", err)
+	}
+}
+
+func (c *Client) release(ctx context.Context, node int, stored, token string) error {
+	n, err := releaseScript.Run(ctx, c.nodes[node], []string{stored}, token).Int()
+	if err == nil && n == 0 {
+		err = errNotOwner
+	}
+	return err
+}
+
+// nodeErrors describes every node that did not succeed in out.
+func nodeErrors[T any](c *Client, ctx context.Context, out quorum.Outcome[T], wait time.Duration) []error {
+	var errs []error
+	for _, rep := range out.Replies {
+		if rep.Err != nil {
+			errs = append(errs, &NodeError{Node: rep.Node, Addr: c.addrs[rep.Node], Err: rep.Err})
+		}
+	}
+	for _, i := range out.Pending {
+		err := ctx.Err()
+		if err == nil {
+			err = fmt.Errorf("no reply within %v", wait)
+		}
+		errs = append(errs, &NodeError{Node: i, Addr: c.addrs[i], Err: err})
+	}
+	return errs
+}
+
+// newToken returns 128 random bits from crypto/rand, base64url-encoded.
+func newToken() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails: crypto/rand.Read panics rather than return short
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

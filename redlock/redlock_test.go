@@ -1,0 +1,476 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// cluster starts n miniredis nodes and a Client over them; t.Cleanup closes the Client first.
+func cluster(t *testing.T, n int, opts ...redlock.Option) ([]*miniredis.Miniredis, *redlock.Client) {
+	t.Helper()
+	ms := redistest.Minis(t, n)
+	c, err := redlock.New(redistest.MiniClients(t, ms), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return ms, c
+}
+
+func commands(ms []*miniredis.Miniredis) int {
+	n := 0
+	for _, m := range ms {
+		n += m.CommandCount()
+	}
+	return n
+}
+
+func TestNewRejectsBadConfiguration(t *testing.T) {
+	ms := redistest.Minis(t, 2)
+	a, b := redistest.Client(t, ms[0].Addr()), redistest.Client(t, ms[1].Addr())
+	var typedNil *redis.Client
+	for _, tc := range []struct {
+		name  string
+		nodes []redis.UniversalClient
+		opts  []redlock.Option
+	}{
+		{"no nodes", nil, nil},
+		{"nil node", []redis.UniversalClient{a, nil}, nil},
+		{"typed nil node", []redis.UniversalClient{a, typedNil}, nil},
+		{"same client twice", []redis.UniversalClient{a, b, a}, nil},
+		{"nil option", []redis.UniversalClient{a}, []redlock.Option{nil}},
+		{"negative drift", []redis.UniversalClient{a}, []redlock.Option{redlock.WithDriftFactor(-0.1)}},
+		{"drift 0.5", []redis.UniversalClient{a}, []redlock.Option{redlock.WithDriftFactor(0.5)}},
+		{"drift NaN", []redis.UniversalClient{a}, []redlock.Option{redlock.WithDriftFactor(math.NaN())}},
+		{"zero node timeout", []redis.UniversalClient{a}, []redlock.Option{redlock.WithNodeTimeout(0)}},
+		{"retry min > max", []redis.UniversalClient{a}, []redlock.Option{redlock.WithRetryDelay(time.Second, time.Millisecond)}},
+		{"retry max 0", []redis.UniversalClient{a}, []redlock.Option{redlock.WithRetryDelay(0, 0)}},
+		{"negative retry", []redis.UniversalClient{a}, []redlock.Option{redlock.WithRetryDelay(-1, time.Second)}},
+		{"nil clock", []redis.UniversalClient{a}, []redlock.Option{redlock.WithClock(nil)}},
+		{"nil logger", []redis.UniversalClient{a}, []redlock.Option{redlock.WithLogger(nil)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := redlock.New(tc.nodes, tc.opts...)
+			if err == nil || c != nil {
+				t.Fatalf("New = %v, %v; want an error", c, err)
+			}
+		})
+	}
+	if n := commands(ms); n != 0 {
+		t.Fatalf("New sent %d commands", n)
+	}
+}
+
+func TestBadInputSendsNothing(t *testing.T) {
+	ms, c := cluster(t, 3)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		key  string
+		ttl  time.Duration
+	}{
+		{"empty key", "", time.Second},
+		{"zero ttl", "k", 0},
+		{"negative ttl", "k", -time.Second},
+		{"ttl within drift", "k", 2 * time.Millisecond},
+		{"sub-millisecond ttl", "k", 1500 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := c.Lock(ctx, tc.key, tc.ttl); err == nil || errors.Is(err, redlock.ErrNotAcquired) {
+				t.Errorf("Lock: %v, want an input error", err)
+			}
+			if _, err := c.TryLock(ctx, tc.key, tc.ttl); err == nil || errors.Is(err, redlock.ErrNotAcquired) {
+				t.Errorf("TryLock: %v, want an input error", err)
+			}
+		})
+	}
+	l, err := c.TryLock(ctx, "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := commands(ms)
+	if err := l.Extend(ctx, 0); err == nil {
+		t.Error("Extend(0) succeeded")
+	}
+	if n := commands(ms) - before; n != 0 {
+		t.Fatalf("bad input sent %d commands", n)
+	}
+}
+
+// For five nodes, every subset of unavailable ones: the lock is acquired iff three or more are
+// free, and a failed attempt leaves no key of its own behind.
+func TestTryLockEverySubsetOfFiveNodes(t *testing.T) {
+	for _, mode := range []string{"down", "taken"} {
+		t.Run(mode, func(t *testing.T) {
+			for mask := range 1 << 5 {
+				ms, c := cluster(t, 5)
+				free := 0
+				for i, m := range ms {
+					switch {
+					case mask&(1<<i) == 0:
+						free++
+					case mode == "down":
+						m.Close()
+					default:
+						m.Set("orders:42", "someone-else")
+					}
+				}
+				l, err := c.TryLock(context.Background(), "orders:42", 10*time.Second)
+				if want := free >= 3; (err == nil) != want {
+					t.Fatalf("mask %05b (%d free): err = %v, want acquired = %v", mask, free, err, want)
+				}
+				if err != nil {
+					if !errors.Is(err, redlock.ErrNotAcquired) {
+						t.Fatalf("mask %05b: %v does not wrap ErrNotAcquired", mask, err)
+					}
+					var ne *redlock.NodeError
+					if !errors.As(err, &ne) || mask&(1<<ne.Node) == 0 {
+						t.Fatalf("mask %05b: %v: want a NodeError naming a failed node", mask, err)
+					}
+					c.Close() // waits for the roll-back
+					for i, m := range ms {
+						if mask&(1<<i) == 0 && m.Exists("orders:42") {
+							t.Fatalf("mask %05b: node %d still holds the key after a failed attempt", mask, i)
+						}
+					}
+					continue
+				}
+				c.Close() // waits for the nodes still answering after the quorum
+				for i, m := range ms {
+					if mask&(1<<i) == 0 {
+						if got, _ := m.Get("orders:42"); got != l.Token() {
+							t.Fatalf("mask %05b: node %d holds %q, want the token %q", mask, i, got, l.Token())
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestStoredKeyValueAndTTL(t *testing.T) {
+	for _, prefix := range []string{"", "svc:"} {
+		ms, c := cluster(t, 3, redlock.WithKeyPrefix(prefix))
+		l, err := c.TryLock(context.Background(), "orders:42", 1500*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close() // the nodes after the quorum may still be answering
+		if l.Key() != "orders:42" {
+			t.Errorf("Key() = %q", l.Key())
+		}
+		if len(l.Token()) < 22 {
+			t.Errorf("Token() = %q, want 128 bits encoded", l.Token())
+		}
+		for i, m := range ms {
+			if got, _ := m.Get(prefix + "orders:42"); got != l.Token() {
+				t.Errorf("prefix %q node %d: %q = %q, want %q", prefix, i, prefix+"orders:42", got, l.Token())
+			}
+			if ttl := m.TTL(prefix + "orders:42"); ttl != 1500*time.Millisecond {
+				t.Errorf("node %d ttl = %v", i, ttl)
+			}
+		}
+	}
+}
+
+func TestTokensAreUnique(t *testing.T) {
+	_, c := cluster(t, 3)
+	seen := map[string]bool{}
+	for range 200 {
+		l, err := c.TryLock(context.Background(), "k", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[l.Token()] {
+			t.Fatalf("token %q repeated", l.Token())
+		}
+		seen[l.Token()] = true
+		if err := l.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// steppingClock advances by step on every reading: each call looks slow.
+type steppingClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+func (s *steppingClock) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = s.now.Add(s.step)
+	return s.now
+}
+func (s *steppingClock) NewTimer(d time.Duration) *time.Timer { return time.NewTimer(d) }
+
+func TestUntilIsStartPlusTTLMinusDrift(t *testing.T) {
+	clk := &steppingClock{now: time.Unix(1000, 0), step: 10 * time.Millisecond}
+	_, c := cluster(t, 3, redlock.WithClock(clk))
+	l, err := c.TryLock(context.Background(), "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The start is the first reading (1000s + 10ms); drift = 10s*0.01 + 2ms.
+	want := time.Unix(1000, 0).Add(10*time.Millisecond + 10*time.Second - clock.Drift(10*time.Second, 0.01))
+	if !l.Until().Equal(want) {
+		t.Fatalf("Until() = %v, want %v", l.Until(), want)
+	}
+}
+
+// An acquisition that took longer than the validity fails and is rolled back, though a quorum
+// said yes.
+func TestValidityUsedUpIsNotAcquired(t *testing.T) {
+	clk := &steppingClock{now: time.Unix(1000, 0), step: time.Second}
+	ms, c := cluster(t, 3, redlock.WithClock(clk))
+	_, err := c.TryLock(context.Background(), "k", time.Second)
+	if !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("err = %v, want ErrNotAcquired", err)
+	}
+	c.Close()
+	for i, m := range ms {
+		if m.Exists("k") {
+			t.Errorf("node %d kept the key of an attempt past its validity", i)
+		}
+	}
+}
+
+func TestUnlock(t *testing.T) {
+	ms, c := cluster(t, 5)
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range ms {
+		redistest.Eventually(t, fmt.Sprintf("node %d released", i), func() bool { return !m.Exists("k") })
+	}
+	// A second owner takes it; the first one's second Unlock must not touch it.
+	l2, err := c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("second Unlock: %v, want ErrNotHeld", err)
+	}
+	for i, m := range ms {
+		redistest.Eventually(t, fmt.Sprintf("node %d holds the second token", i), func() bool {
+			got, _ := m.Get("k")
+			return got == l2.Token()
+		})
+	}
+	// Unlock still releases when the caller's context is already cancelled.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := l2.Unlock(cancelled); err != nil {
+		t.Fatalf("Unlock with a cancelled context: %v", err)
+	}
+}
+
+func TestExtend(t *testing.T) {
+	ms, c := cluster(t, 5)
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := l.Until()
+	if err := l.Extend(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Until().After(before) {
+		t.Fatalf("Until did not move: %v then %v", before, l.Until())
+	}
+	for i, m := range ms {
+		redistest.Eventually(t, fmt.Sprintf("node %d ttl 5s", i), func() bool { return m.TTL("k") == 5*time.Second })
+	}
+	// On a minority only: the lock is lost.
+	for _, m := range ms[:3] {
+		m.Del("k")
+	}
+	until := l.Until()
+	if err := l.Extend(ctx, 5*time.Second); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Extend on a minority: %v, want ErrNotHeld", err)
+	}
+	if !l.Until().Equal(until) {
+		t.Fatal("a failed Extend moved Until")
+	}
+	// After expiry and a new owner, Extend and Unlock fail and leave the new owner alone.
+	for _, m := range ms {
+		m.FastForward(6 * time.Second)
+	}
+	l2, err := c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(ctx, time.Second); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Extend after expiry: %v, want ErrNotHeld", err)
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Unlock after expiry: %v, want ErrNotHeld", err)
+	}
+	c.Close()
+	for i, m := range ms {
+		if got, _ := m.Get("k"); got != l2.Token() || m.TTL("k") != 10*time.Second {
+			t.Fatalf("node %d: the new owner's key was touched", i)
+		}
+	}
+}
+
+func TestLockWaitsForRelease(t *testing.T) {
+	_, c := cluster(t, 3, redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond))
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l2, err := c.Lock(ctx, "k", 10*time.Second)
+		if err == nil {
+			err = l2.Unlock(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-got:
+		t.Fatalf("second Lock returned while the first held the lock: %v", err)
+	default:
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLockStopsWithContext(t *testing.T) {
+	ms, c := cluster(t, 3)
+	for _, m := range ms {
+		m.Set("k", "someone-else")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Lock(ctx, "k", 10*time.Second)
+	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrNotAcquired and DeadlineExceeded", err)
+	}
+	var ne *redlock.NodeError
+	if !errors.As(err, &ne) {
+		t.Fatalf("err = %v, want node details", err)
+	}
+	cancelled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if _, err := c.TryLock(cancelled, "free", 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("TryLock on a cancelled context: %v", err)
+	}
+	c.Close()
+	for i, m := range ms {
+		if m.Exists("free") {
+			t.Fatalf("node %d kept a key of a cancelled attempt", i)
+		}
+	}
+}
+
+func TestCloseEndsWaitingLocks(t *testing.T) {
+	ms, c := cluster(t, 3)
+	for _, m := range ms {
+		m.Set("k", "someone-else")
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Lock(context.Background(), "k", 10*time.Second)
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	c.Close()
+	if err := <-got; !errors.Is(err, redlock.ErrClosed) || !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("Lock during Close: %v, want ErrClosed", err)
+	}
+	if _, err := c.TryLock(context.Background(), "x", time.Second); !errors.Is(err, redlock.ErrClosed) {
+		t.Fatalf("TryLock after Close: %v, want ErrClosed", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// Many goroutines contend on one key and update a shared value that is not atomic: with the
+// lock, no two critical sections overlap and no update is lost.
+func TestMutualExclusion(t *testing.T) {
+	_, c := cluster(t, 5, redlock.WithRetryDelay(time.Millisecond, 3*time.Millisecond))
+	const workers, rounds = 16, 30
+	var inside atomic.Int32
+	var overlaps atomic.Int32
+	counter := 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range rounds {
+				l, err := c.Lock(context.Background(), "counter", 10*time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				v := counter
+				time.Sleep(10 * time.Microsecond)
+				counter = v + 1
+				inside.Add(-1)
+				if err := l.Unlock(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if overlaps.Load() != 0 || counter != workers*rounds {
+		t.Fatalf("overlaps = %d, counter = %d; want 0, %d", overlaps.Load(), counter, workers*rounds)
+	}
+}
+
+func FuzzLockInput(f *testing.F) {
+	f.Add("k", int64(time.Second))
+	f.Add("", int64(0))
+	f.Add("\x00", int64(-1))
+	f.Add("k", int64(math.MaxInt64))
+	c, err := redlock.New(redistest.MiniClients(f, redistest.Minis(f, 3)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { c.Close() })
+	f.Fuzz(func(t *testing.T, key string, ttl int64) {
+		l, err := c.TryLock(context.Background(), key, time.Duration(ttl))
+		if err != nil {
+			return
+		}
+		if key == "" || ttl <= 0 {
+			t.Fatalf("TryLock(%q, %d) accepted bad input", key, ttl)
+		}
+		if err := l.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
