@@ -15,6 +15,8 @@ type Clock interface {
 	Now() time.Time
 	// NewTimer returns a timer that fires after d has passed on this clock.
 	NewTimer(d time.Duration) *time.Timer
+	// AfterFunc calls f in its own goroutine after d has passed on this clock.
+	AfterFunc(d time.Duration, f func()) *time.Timer
 }
 
 // Real is the system clock: time.Now and time.NewTimer.
@@ -24,6 +26,9 @@ type realClock struct{}
 
 func (realClock) Now() time.Time                       { return time.Now() }
 func (realClock) NewTimer(d time.Duration) *time.Timer { return time.NewTimer(d) }
+func (realClock) AfterFunc(d time.Duration, f func()) *time.Timer {
+	return time.AfterFunc(d, f)
+}
 
 // MinDrift is the part of the drift allowance that does not grow with the TTL: it covers the
 // millisecond granularity of Redis expiry.

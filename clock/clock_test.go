@@ -48,4 +48,7 @@ func TestRealClock(t *testing.T) {
 	}
 	tm := clock.Real.NewTimer(time.Millisecond)
 	<-tm.C
+	fired := make(chan struct{})
+	clock.Real.AfterFunc(time.Millisecond, func() { close(fired) })
+	<-fired
 }

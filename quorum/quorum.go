@@ -7,6 +7,7 @@ package quorum
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -84,6 +85,22 @@ func (r *Round[T]) Decide(need int, done <-chan struct{}, deadline <-chan time.T
 		}
 	}
 	return out
+}
+
+// Linger reads the replies still in flight after Decide into out until they are all in or
+// deadline fires, keeping out.Pending up to date.
+func (r *Round[T]) Linger(out *Outcome[T], deadline <-chan time.Time) {
+	for r.waiting > 0 {
+		select {
+		case rep := <-r.replies:
+			r.waiting--
+			r.arrived[rep.Node] = true
+			out.Replies = append(out.Replies, rep)
+		case <-deadline:
+			return
+		}
+		out.Pending = slices.DeleteFunc(out.Pending, func(i int) bool { return r.arrived[i] })
+	}
 }
 
 // Rest waits for the replies still in flight after Decide and calls f with each as it arrives.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -122,6 +123,36 @@ func TestDecideStops(t *testing.T) {
 	r.Rest(func(quorum.Reply[int]) { n++ })
 	if got := len(out.Replies) + n; got != 3 {
 		t.Fatalf("saw %d replies in all, want 3", got)
+	}
+	wg.Wait()
+}
+
+func TestLinger(t *testing.T) {
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	r := quorum.Start(context.Background(), &wg, 5, func(_ context.Context, i int) (int, error) {
+		switch i {
+		case 0, 1, 2:
+			return 0, errNo
+		case 4:
+			<-release
+		}
+		return i, nil
+	})
+	out := r.Decide(3, nil, nil)
+	if out.Quorum {
+		t.Fatal("quorum with three failures")
+	}
+	// Node 3 answers at once; node 4 only after the deadline.
+	r.Linger(&out, time.After(500*time.Millisecond))
+	if !slices.Equal(out.Pending, []int{4}) {
+		t.Fatalf("Pending after Linger = %v, want [4]", out.Pending)
+	}
+	close(release)
+	n := 0
+	r.Rest(func(quorum.Reply[int]) { n++ })
+	if n != 1 {
+		t.Fatalf("Rest saw %d replies, want 1", n)
 	}
 	wg.Wait()
 }

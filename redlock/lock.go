@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -17,9 +18,14 @@ type Lock struct {
 	key    string // as the caller gave it
 	stored string // with the client's prefix
 	token  string
+	fence  uint64
 
-	mu    sync.Mutex
-	until time.Time
+	mu     sync.Mutex
+	until  time.Time
+	ended  bool          // lost, or released by Unlock: final
+	lost   chan struct{} // made by the first Lost call; closed when ended
+	timer  *time.Timer   // ends the lock at until, armed by the first Lost call
+	onLost func()        // Do's cancellation of fn
 }
 
 // Key returns the key as given to Lock or TryLock, without the client's prefix.
@@ -29,6 +35,12 @@ func (l *Lock) Key() string { return l.key }
 // new for every acquisition.
 func (l *Lock) Token() string { return l.token }
 
+// Fence returns the lock's fencing token, or 0 unless the Client was made WithFencing. Fencing
+// tokens of one key strictly increase from one acquisition to the next, by any client: a
+// resource that refuses a token lower than the highest it has accepted refuses a holder whose
+// lock has expired (see WithFencing for the assumptions).
+func (l *Lock) Fence() uint64 { return l.fence }
+
 // Until returns the end of the lock's drift-corrected validity on the local clock: the last
 // Lock or successful Extend's start + ttl - drift. Past it, the holder must assume the lock lost.
 func (l *Lock) Until() time.Time {
@@ -37,9 +49,81 @@ func (l *Lock) Until() time.Time {
 	return l.until
 }
 
+// Lost returns a channel that is closed when the lock can no longer be proved held: its
+// validity passed without a successful Extend, an Extend found it gone from a majority, or
+// Unlock released it. Once closed it stays closed, and Extend fails.
+func (l *Lock) Lost() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost == nil {
+		l.lost = make(chan struct{})
+		if l.ended {
+			close(l.lost)
+		} else {
+			l.timer = l.c.clock.AfterFunc(l.until.Sub(l.c.clock.Now()), l.expire)
+		}
+	}
+	return l.lost
+}
+
+// expire runs at the end of the validity; an Extend may have moved it since the timer was set.
+func (l *Lock) expire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended {
+		return
+	}
+	if left := l.until.Sub(l.c.clock.Now()); left > 0 {
+		l.timer.Reset(left)
+		return
+	}
+	l.endLocked()
+}
+
+// endLocked marks the lock ended, closing Lost and cancelling Do's fn. l.mu is held.
+func (l *Lock) endLocked() {
+	if l.ended {
+		return
+	}
+	l.ended = true
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	if l.lost != nil {
+		close(l.lost)
+	}
+	if l.onLost != nil {
+		l.onLost()
+	}
+}
+
+func (l *Lock) end() {
+	l.mu.Lock()
+	l.endLocked()
+	l.mu.Unlock()
+}
+
+func (l *Lock) hasEnded() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ended
+}
+
+// endedAt reports whether the lock had ended by now.
+func (l *Lock) endedAt(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ended && !now.Before(l.until) {
+		l.endLocked()
+	}
+	return l.ended
+}
+
 // Extend gives the lock a new ttl from now, on every node where it still holds this lock's
-// token. It succeeds only when a quorum did so within the new validity; otherwise it returns an
-// error wrapping ErrNotHeld and a *NodeError for each node that failed, and Until is unchanged.
+// token. It succeeds only when a quorum did so within the new validity, before the lock ended;
+// otherwise it returns an error wrapping ErrNotHeld and a *NodeError for each node that failed,
+// and Until is unchanged. A lock whose validity has passed, or that was released, is not
+// extended: acquire it again.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	c := l.c
 	if err := c.checkTTL(ttl); err != nil {
@@ -50,8 +134,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	defer c.leave()
 
-	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
 	start := c.clock.Now()
+	if l.endedAt(start) {
+		return fmt.Errorf("%w: it ended at %v", ErrNotHeld, l.Until().Format(time.RFC3339Nano))
+	}
+	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
 	until := clock.Deadline(start, ttl, c.driftFactor)
 	wait := min(c.nodeTimeout, until.Sub(start))
 	callCtx, cancel := context.WithTimeout(ctx, wait)
@@ -65,11 +152,22 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	out := decide(c, ctx, r, wait)
 	drain(c, r, out, cancel, nil)
 	now := c.clock.Now()
-	if out.Quorum && now.Before(until) {
-		l.mu.Lock()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if out.Quorum && now.Before(until) && !l.ended {
 		l.until = until
-		l.mu.Unlock()
 		return nil
+	}
+	// Gone from so many nodes that no quorum can hold it: lost now, not at Until.
+	gone := 0
+	for _, rep := range out.Replies {
+		if errors.Is(rep.Err, errNotOwner) {
+			gone++
+		}
+	}
+	if gone > len(c.nodes)-c.quorum {
+		l.endLocked()
 	}
 	errs := []error{ErrNotHeld}
 	if ctx.Err() != nil {
@@ -81,12 +179,14 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // Unlock releases the lock on every node where it still holds this lock's token (compare and
 // delete, atomic on each node); it never deletes another owner's key. It returns nil when a
 // quorum released it, else an error wrapping ErrNotHeld and a *NodeError for each node that
-// failed: the lock had expired, was taken over, or was already released.
+// failed: the lock had expired, was taken over, or was already released. Lost closes either way.
 //
 // Unlock goes on when ctx is already cancelled, since a release matters most then; it is bounded
-// by the node timeout instead. Nodes that answer after the decision are still released.
+// by the node timeout instead. Nodes that answer after the decision are still released. The
+// release is announced to waiting Lock calls of every Client.
 func (l *Lock) Unlock(ctx context.Context) error {
 	c := l.c
+	l.end()
 	if err := c.enter(); err != nil {
 		return errors.Join(ErrNotHeld, err)
 	}
@@ -95,7 +195,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	callCtx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
 	r := quorum.Start(callCtx, &c.bg, len(c.nodes), func(ctx context.Context, i int) (struct{}, error) {
-		return struct{}{}, c.release(ctx, i, l.stored, l.token)
+		return struct{}{}, c.release(ctx, i, l.stored, l.token, c.channel)
 	})
 	out := decide(c, ctx, r, c.nodeTimeout)
 	drain(c, r, out, cancel, nil)
@@ -103,4 +203,79 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return nil
 	}
 	return errors.Join(append([]error{ErrNotHeld}, nodeErrors(c, ctx, out, c.nodeTimeout)...)...)
+}
+
+// Do acquires key like Lock, runs fn, and releases the lock when fn returns. While fn runs the
+// lock is extended by ttl whenever a third of the ttl is left. If the lock cannot be proved held
+// (no extension reached a quorum before the validity ended, or the key was taken from a
+// majority), fn's context is cancelled at once with cause ErrNotHeld (see context.Cause), Lost
+// closes, and Do returns an error wrapping ErrNotHeld and fn's error. Otherwise Do returns fn's
+// error. fn must stop using the protected resource when its context is done.
+func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error) error {
+	if fn == nil {
+		return errors.New("redlock: nil fn")
+	}
+	l, err := c.Lock(ctx, key, ttl)
+	if err != nil {
+		return err
+	}
+	fnCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	l.mu.Lock()
+	l.onLost = func() { cancel(ErrNotHeld) }
+	l.mu.Unlock()
+	lost := l.Lost()
+
+	stop := make(chan struct{})
+	var keeper sync.WaitGroup
+	keeper.Go(func() { l.keep(context.WithoutCancel(ctx), ttl, stop, lost) })
+	fnErr := fn(fnCtx)
+	close(stop)
+	keeper.Wait()
+
+	select {
+	case <-lost:
+		l.Unlock(ctx) // the keys left on a minority
+		return errors.Join(fmt.Errorf("%w: lost while fn ran", ErrNotHeld), fnErr)
+	default:
+	}
+	if err := l.Unlock(ctx); err != nil {
+		c.log.WarnContext(ctx, "redlock: release after Do", "key", key, "err", err)
+	}
+	return fnErr
+}
+
+// keep extends l by ttl whenever a third of the ttl is left, until stop or the lock ends.
+func (l *Lock) keep(ctx context.Context, ttl time.Duration, stop, lost <-chan struct{}) {
+	c := l.c
+	for {
+		wait := l.Until().Sub(c.clock.Now()) - ttl/3
+		if wait < 0 {
+			wait = 0
+		}
+		t := c.clock.NewTimer(wait)
+		select {
+		case <-stop:
+			t.Stop()
+			return
+		case <-lost:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if err := l.Extend(ctx, ttl); err != nil {
+			c.log.DebugContext(ctx, "redlock: extension failed; retrying while the lock is valid", "key", l.key, "err", err)
+			// Try again soon: Lost closes by itself when the validity runs out first.
+			t := c.clock.NewTimer(min(c.retryDelay(), ttl/10))
+			select {
+			case <-stop:
+				t.Stop()
+				return
+			case <-lost:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}
 }

@@ -30,6 +30,7 @@ import (
 type conn interface {
 	redis.Scripter
 	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
 
 var _ conn = redis.UniversalClient(nil)
@@ -37,9 +38,12 @@ var _ conn = redis.UniversalClient(nil)
 // A Client locks keys across a fixed set of independent Redis masters. It is safe for
 // concurrent use. It does not own the go-redis clients it was given: Close leaves them open.
 type Client struct {
-	nodes  []conn
-	addrs  []string
-	quorum int
+	nodes   []conn
+	addrs   []string
+	quorum  int
+	channel string // where Unlock announces releases: the prefix + "redlock:released"
+	wake    releases
+	queue   turns
 	options
 
 	// mu orders Close after every call in progress, so that no goroutine is added to bg once
@@ -88,6 +92,8 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	c.channel = c.prefix + "redlock:released"
+	c.wake.c = c
 	return c, nil
 }
 
@@ -105,10 +111,11 @@ func same(a, b redis.UniversalClient) bool {
 		va.Type() == vb.Type() && va.Pointer() == vb.Pointer()
 }
 
-// Close stops waiting Lock calls (they return ErrClosed) and waits for the client's own
-// goroutines: calls to nodes still in flight and their clean-up. A node call that its go-redis
-// client does not bound by the context ends at the client's own read timeout.
-// Close does not close the go-redis clients. Calling Close again does nothing.
+// Close stops waiting Lock calls (they return ErrClosed), ends the client's subscriptions and
+// waits for the client's own goroutines: calls to nodes still in flight and their clean-up. A
+// node call that its go-redis client does not bound by the context ends at the client's own
+// read timeout. Close does not close the go-redis clients, and does not release held locks.
+// Calling Close again does nothing.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if !c.closed {
@@ -116,34 +123,99 @@ func (c *Client) Close() error {
 		close(c.done)
 	}
 	c.mu.Unlock()
+	c.wake.close()
 	c.bg.Wait()
 	return nil
 }
 
-// Lock acquires key for ttl, retrying after a jittered delay (WithRetryDelay) until it
-// succeeds, ctx is done or the Client is closed. On failure the error wraps ErrNotAcquired,
-// the last attempt's *NodeError for each node that did not say yes, and ctx.Err() or ErrClosed
-// when that is what ended the wait.
+// Lock acquires key for ttl, retrying until it succeeds, ctx is done or the Client is closed.
+//
+// It does not poll. After a failed attempt, the Client's waiters for one key queue behind each
+// other, so that only one of them contends with other processes at a time; that one listens
+// for releases (Unlock announces them on every node; one subscription per node serves the whole
+// Client) and tries again the moment one is announced. A jittered timer (WithRetryDelay) is the
+// fallback for lost announcements and for locks that expire instead of being released. When an
+// attempt lost a split vote (it won some nodes, another process won others, nobody a majority),
+// the contender that won more nodes retries first, so that they do not collide again.
+//
+// On failure the error wraps ErrNotAcquired, the last attempt's *NodeError for each node that
+// did not say yes, and ctx.Err() or ErrClosed when that is what ended the wait.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
 	if err := c.check(key, ttl); err != nil {
 		return nil, err
 	}
+	l, a := c.attempt(ctx, key, ttl, false)
+	if l != nil || ctx.Err() != nil || errors.Is(a.err, ErrClosed) {
+		return l, a.err
+	}
+
+	// Contended: wait for our turn among this Client's waiters, then listen for releases.
+	stored := c.prefix + key
+	if err := c.queue.take(ctx, stored, c.done); err != nil {
+		return nil, errors.Join(a.err, err)
+	}
+	defer c.queue.give(stored)
+	w, ready := c.wake.join(stored)
+	if w == nil {
+		return nil, errors.Join(a.err, ErrClosed)
+	}
+	defer c.wake.leave(w)
+	if err := c.await(ctx, ready, c.nodeTimeout); err != nil {
+		return nil, errors.Join(a.err, err)
+	}
+
+	how, splits := "queued", 0
 	for {
-		l, err := c.attempt(ctx, key, ttl)
-		if err == nil || ctx.Err() != nil || errors.Is(err, ErrClosed) {
-			return l, err
+		// Listening now, so a release after this attempt is heard.
+		if l, a = c.attempt(ctx, key, ttl, true); l != nil {
+			c.log.DebugContext(ctx, "redlock: acquired", "key", key, "after", how)
+			return l, nil
 		}
-		t := c.clock.NewTimer(c.retryDelay())
+		if ctx.Err() != nil || errors.Is(a.err, ErrClosed) {
+			return nil, a.err
+		}
+		delay := c.retryDelay()
+		how = "timer"
+		if a.votes > 0 || splits > 0 {
+			// A split vote, now or in this episode: nobody may hold the key once everyone's
+			// roll-back lands, and roll-backs are not announced. Retry after a pause that is
+			// shorter the more nodes this attempt won, in units of its duration, doubling while
+			// the episode lasts (so a holder of a bare majority is not polled fast).
+			split := time.Duration(c.quorum-a.votes)*a.elapsed + time.Duration(mrand.Int64N(int64(a.elapsed)+1))
+			if split <<= min(splits, 20); split < delay {
+				delay, how = split, "split vote"
+			}
+			splits++
+		}
+		t := c.clock.NewTimer(delay)
 		select {
 		case <-t.C:
+		case <-w.wake:
+			t.Stop()
+			how, splits = "release announced", 0
 		case <-ctx.Done():
 			t.Stop()
-			return nil, errors.Join(err, ctx.Err())
+			return nil, errors.Join(a.err, ctx.Err())
 		case <-c.done:
 			t.Stop()
-			return nil, errors.Join(err, ErrClosed)
+			return nil, errors.Join(a.err, ErrClosed)
 		}
 	}
+}
+
+// await waits until ready is closed, at most d, ctx and Close permitting.
+func (c *Client) await(ctx context.Context, ready <-chan struct{}, d time.Duration) error {
+	t := c.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return ErrClosed
+	}
+	return nil
 }
 
 // TryLock makes exactly one attempt to acquire key for ttl. It fails with ErrNotAcquired,
@@ -152,7 +224,8 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 	if err := c.check(key, ttl); err != nil {
 		return nil, err
 	}
-	return c.attempt(ctx, key, ttl)
+	l, a := c.attempt(ctx, key, ttl, false)
+	return l, a.err
 }
 
 // check rejects what no attempt could do anything sensible with.
@@ -189,11 +262,22 @@ func (c *Client) enter() error {
 
 func (c *Client) leave() { c.mu.RUnlock() }
 
+// An attemptResult tells how a failed attempt went.
+type attemptResult struct {
+	err     error
+	votes   int           // nodes that said yes
+	elapsed time.Duration // from the first send to the decision
+}
+
 // attempt is one acquisition: SET NX PX on every node at once, a decision at quorum, and the
 // roll-back of every node that may hold the key when the decision is no.
-func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+//
+// With linger, a failed attempt waits for the replies still in flight, at most as long again as
+// the decision took, so that its vote count is true: a contender that won nodes it had not heard
+// from yet would otherwise believe it won none and wait for an announcement that never comes.
+func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, linger bool) (*Lock, attemptResult) {
 	if err := c.enter(); err != nil {
-		return nil, errors.Join(ErrNotAcquired, err)
+		return nil, attemptResult{err: errors.Join(ErrNotAcquired, err)}
 	}
 	defer c.leave()
 	token := newToken()
@@ -214,15 +298,33 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration) (*L
 	now := c.clock.Now()
 
 	if out.Quorum && now.Before(until) {
-		drain(c, r, out, cancel, nil)
-		c.log.DebugContext(ctx, "redlock: acquired", "key", key, "validity", until.Sub(now))
-		return &Lock{c: c, key: key, stored: stored, token: token, until: until}, nil
+		l := &Lock{c: c, key: key, stored: stored, token: token, until: until}
+		// A SET that lands after the lock ended (a quick Unlock overtook it) would stay until
+		// the ttl: release such a node again once its late reply is in.
+		relCtx := context.WithoutCancel(ctx)
+		drain(c, r, out, cancel, func(rep quorum.Reply[struct{}]) {
+			if !errors.Is(rep.Err, errTaken) && l.hasEnded() {
+				c.rollback(relCtx, rep.Node, stored, token, ttl)
+			}
+		})
+		return l, attemptResult{}
+	}
+
+	elapsed := now.Sub(start)
+	if linger && len(out.Pending) > 0 && ctx.Err() == nil {
+		t := c.clock.NewTimer(elapsed)
+		r.Linger(&out, t.C)
+		t.Stop()
 	}
 
 	// Roll back: release wherever our SET may have landed, that is everywhere but the nodes
 	// that clearly said no; a node still in flight is released once its reply is in.
 	relCtx := context.WithoutCancel(ctx)
+	votes := 0
 	for _, rep := range out.Replies {
+		if rep.Err == nil {
+			votes++
+		}
 		if !errors.Is(rep.Err, errTaken) {
 			c.bg.Go(func() { c.rollback(relCtx, rep.Node, stored, token, ttl) })
 		}
@@ -242,8 +344,8 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration) (*L
 	}
 	errs = append(errs, nodeErrors(c, ctx, out, wait)...)
 	err := errors.Join(errs...)
-	c.log.DebugContext(ctx, "redlock: not acquired", "key", key, "err", err)
-	return nil, err
+	c.log.DebugContext(ctx, "redlock: not acquired", "key", key, "votes", votes, "err", err)
+	return nil, attemptResult{err: err, votes: votes, elapsed: elapsed}
 }
 
 // decide waits for the round's verdict, at most wait and while ctx lives.
@@ -275,13 +377,14 @@ func drain[T any](c *Client, r *quorum.Round[T], out quorum.Outcome[T], cancel c
 func (c *Client) rollback(ctx context.Context, node int, stored, token string, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, ttl)
 	defer cancel()
-	if err := c.release(ctx, node, stored, token); err != nil && !errors.Is(err, errNotOwner) {
+	if err := c.release(ctx, node, stored, token, ""); err != nil && !errors.Is(err, errNotOwner) {
 		c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", node, "key", stored, "err", err)
 	}
 }
 
-func (c *Client) release(ctx context.Context, node int, stored, token string) error {
-	n, err := releaseScript.Run(ctx, c.nodes[node], []string{stored}, token).Int()
+// release compare-and-deletes stored on one node, and announces it on channel unless that is "".
+func (c *Client) release(ctx context.Context, node int, stored, token, channel string) error {
+	n, err := releaseScript.Run(ctx, c.nodes[node], []string{stored}, token, channel).Int()
 	if err == nil && n == 0 {
 		err = errNotOwner
 	}

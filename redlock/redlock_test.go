@@ -19,9 +19,12 @@ import (
 )
 
 // cluster starts n miniredis nodes and a Client over them; t.Cleanup closes the Client first.
+// The node timeout is generous (a loaded CI machine running -race must not fail a test by
+// missing it) unless opts set another.
 func cluster(t *testing.T, n int, opts ...redlock.Option) ([]*miniredis.Miniredis, *redlock.Client) {
 	t.Helper()
 	ms := redistest.Minis(t, n)
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(2 * time.Second)}, opts...)
 	c, err := redlock.New(redistest.MiniClients(t, ms), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +221,9 @@ func (s *steppingClock) Now() time.Time {
 	return s.now
 }
 func (s *steppingClock) NewTimer(d time.Duration) *time.Timer { return time.NewTimer(d) }
+func (s *steppingClock) AfterFunc(d time.Duration, f func()) *time.Timer {
+	return time.AfterFunc(d, f)
+}
 
 func TestUntilIsStartPlusTTLMinusDrift(t *testing.T) {
 	clk := &steppingClock{now: time.Unix(1000, 0), step: 10 * time.Millisecond}
@@ -291,6 +297,9 @@ func TestExtend(t *testing.T) {
 	l, err := c.TryLock(ctx, "k", time.Second)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i, m := range ms { // the SETs after the quorum must land before the PEXPIREs
+		redistest.Eventually(t, fmt.Sprintf("node %d holds the key", i), func() bool { return m.Exists("k") })
 	}
 	before := l.Until()
 	if err := l.Extend(ctx, 5*time.Second); err != nil {

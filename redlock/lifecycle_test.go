@@ -1,0 +1,255 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestLostClosesWhenValidityPasses(t *testing.T) {
+	_, c := cluster(t, 3)
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "k", 60*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := l.Lost()
+	if closed(lost) {
+		t.Fatal("Lost closed at once")
+	}
+	<-lost
+	if time.Now().Before(l.Until()) {
+		t.Fatalf("Lost closed before Until %v", l.Until())
+	}
+	if err := l.Extend(ctx, time.Second); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Extend after the validity: %v, want ErrNotHeld", err)
+	}
+}
+
+func TestLostFollowsExtend(t *testing.T) {
+	_, c := cluster(t, 3)
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "k", 80*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := l.Lost()
+	if err := l.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(120 * time.Millisecond) // past the first validity
+	if closed(lost) {
+		t.Fatal("Lost closed at the old Until after a successful Extend")
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(lost) {
+		t.Fatal("Lost still open after Unlock")
+	}
+}
+
+// An Extend that finds the key gone from a majority ends the lock now, not at Until.
+func TestExtendFindingTheKeyGoneEndsTheLock(t *testing.T) {
+	ms, c := cluster(t, 5)
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range ms {
+		redistest.Eventually(t, fmt.Sprintf("node %d holds the key", i), func() bool { return m.Exists("k") })
+	}
+	for _, m := range ms[:3] {
+		m.Del("k")
+	}
+	if err := l.Extend(ctx, 10*time.Second); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Extend: %v, want ErrNotHeld", err)
+	}
+	if !closed(l.Lost()) {
+		t.Fatal("Lost still open after the key was found gone from a majority")
+	}
+}
+
+// Do keeps the lock while fn runs well past the ttl, and releases it afterwards.
+func TestDoExtendsWhileFnRuns(t *testing.T) {
+	ms, c := cluster(t, 3)
+	ctx := context.Background()
+	ran := false
+	err := c.Do(ctx, "job", 300*time.Millisecond, func(ctx context.Context) error {
+		for range 10 { // 1s: several ttls
+			time.Sleep(100 * time.Millisecond)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if _, err := c.TryLock(context.Background(), "job", time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
+				return fmt.Errorf("the key was free while Do held it: %v", err)
+			}
+		}
+		ran = true
+		return nil
+	})
+	if err != nil || !ran {
+		t.Fatalf("Do = %v (fn finished: %v)", err, ran)
+	}
+	c.Close()
+	for i, m := range ms {
+		if m.Exists("job") {
+			t.Fatalf("node %d still holds the key after Do", i)
+		}
+	}
+}
+
+func TestDoReturnsFnError(t *testing.T) {
+	_, c := cluster(t, 3)
+	boom := errors.New("boom")
+	if err := c.Do(context.Background(), "job", time.Second, func(context.Context) error { return boom }); !errors.Is(err, boom) || errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Do = %v, want boom alone", err)
+	}
+	if err := c.Do(context.Background(), "job", time.Second, nil); err == nil {
+		t.Fatal("Do with a nil fn succeeded")
+	}
+}
+
+// When the lock is taken from a majority under Do, fn's context is cancelled with cause
+// ErrNotHeld and Do says so, with fn's own error.
+func TestDoCancelsFnWhenTheLockIsLost(t *testing.T) {
+	ms, c := cluster(t, 5)
+	fnErr := errors.New("stopped")
+	var cause error
+	err := c.Do(context.Background(), "job", 150*time.Millisecond, func(ctx context.Context) error {
+		for i, m := range ms {
+			redistest.Eventually(t, fmt.Sprintf("node %d holds the key", i), func() bool { return m.Exists("job") })
+		}
+		for _, m := range ms[:3] {
+			m.Set("job", "intruder")
+		}
+		<-ctx.Done() // the next extension finds the key taken
+		cause = context.Cause(ctx)
+		return fnErr
+	})
+	if !errors.Is(err, redlock.ErrNotHeld) || !errors.Is(err, fnErr) {
+		t.Fatalf("Do = %v, want ErrNotHeld and fn's error", err)
+	}
+	if !errors.Is(cause, redlock.ErrNotHeld) {
+		t.Fatalf("context.Cause = %v, want ErrNotHeld", cause)
+	}
+	for i, m := range ms[:3] {
+		if got, _ := m.Get("job"); got != "intruder" {
+			t.Fatalf("node %d: the intruder's key became %q", i, got)
+		}
+	}
+}
+
+// acquisitions counts why each Lock acquired, from the client's debug log.
+type acquisitions struct {
+	mu  sync.Mutex
+	why map[string]int
+}
+
+func (a *acquisitions) Enabled(context.Context, slog.Level) bool { return true }
+func (a *acquisitions) WithAttrs([]slog.Attr) slog.Handler       { return a }
+func (a *acquisitions) WithGroup(string) slog.Handler            { return a }
+func (a *acquisitions) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "redlock: acquired" {
+		return nil
+	}
+	r.Attrs(func(at slog.Attr) bool {
+		if at.Key == "after" {
+			a.mu.Lock()
+			a.why[at.Value.String()]++
+			a.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// Eight clients, as eight processes would, hand one key around. The fallback timer is 10s, so
+// a hand-off that waited for it would show: every one must come from an announced release.
+func TestRealServersHandOffByAnnouncement(t *testing.T) {
+	ss := redistest.StartN(t, 5)
+	addrs := redistest.Addrs(ss)
+	why := &acquisitions{why: map[string]int{}}
+	const clients, rounds = 8, 25
+	var wg sync.WaitGroup
+	for range clients {
+		c, err := redlock.New(redistest.Clients(t, addrs...),
+			redlock.WithRetryDelay(10*time.Second, 10*time.Second),
+			redlock.WithNodeTimeout(time.Second),
+			redlock.WithLogger(slog.New(why)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		wg.Go(func() {
+			for range rounds {
+				l, err := c.Lock(context.Background(), "baton", 10*time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(time.Millisecond)
+				if err := l.Unlock(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("why the %d acquisitions happened: %v", clients*rounds, why.why)
+	if why.why["timer"] != 0 {
+		t.Fatalf("%d hand-offs waited for the fallback timer: %v", why.why["timer"], why.why)
+	}
+	if why.why["release announced"] == 0 {
+		t.Fatalf("no hand-off came from an announcement: %v", why.why)
+	}
+}
+
+// A majority stopped while Do runs: fn's context is cancelled while the keys still exist on the
+// running nodes (before the validity ended there), and Do returns ErrNotHeld.
+func TestRealServersDoLosesLockWhenMajorityStops(t *testing.T) {
+	ss := redistest.StartN(t, 5)
+	nodes := redistest.Clients(t, redistest.Addrs(ss)...)
+	c, err := redlock.New(nodes, redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithDriftFactor(0.2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var pttl time.Duration
+	var cause error
+	err = c.Do(context.Background(), "job", 600*time.Millisecond, func(ctx context.Context) error {
+		for _, s := range ss[:3] {
+			s.Pause(t)
+		}
+		<-ctx.Done()
+		pttl, _ = nodes[4].PTTL(context.Background(), "job").Result()
+		cause = context.Cause(ctx)
+		return nil
+	})
+	if !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Do = %v, want ErrNotHeld", err)
+	}
+	if !errors.Is(cause, redlock.ErrNotHeld) {
+		t.Fatalf("context.Cause = %v, want ErrNotHeld", cause)
+	}
+	if pttl <= 0 {
+		t.Fatalf("fn was cancelled after the key expired on a running node (pttl %v)", pttl)
+	}
+}

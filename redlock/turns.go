@@ -1,0 +1,62 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+)
+
+// turns queues a Client's waiters for one key behind each other, so that they do not contend
+// with one another on the nodes: only the waiter whose turn it is makes attempts.
+type turns struct {
+	mu   sync.Mutex
+	keys map[string]*turn
+}
+
+type turn struct {
+	token chan struct{} // holds one value while nobody's turn is running
+	refs  int           // waiters holding or waiting for the turn
+}
+
+// take waits for key's turn; give must follow when it returns nil.
+func (q *turns) take(ctx context.Context, key string, done <-chan struct{}) error {
+	q.mu.Lock()
+	if q.keys == nil {
+		q.keys = make(map[string]*turn)
+	}
+	t := q.keys[key]
+	if t == nil {
+		t = &turn{token: make(chan struct{}, 1)}
+		t.token <- struct{}{}
+		q.keys[key] = t
+	}
+	t.refs++
+	q.mu.Unlock()
+
+	select {
+	case <-t.token:
+		return nil
+	case <-ctx.Done():
+		q.drop(key, t)
+		return ctx.Err()
+	case <-done:
+		q.drop(key, t)
+		return ErrClosed
+	}
+}
+
+// give ends the turn taken for key.
+func (q *turns) give(key string) {
+	q.mu.Lock()
+	t := q.keys[key]
+	q.mu.Unlock()
+	t.token <- struct{}{}
+	q.drop(key, t)
+}
+
+func (q *turns) drop(key string, t *turn) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if t.refs--; t.refs == 0 {
+		delete(q.keys, key)
+	}
+}

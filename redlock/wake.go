@@ -1,0 +1,143 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// releases hears the releases that Unlock announces and wakes the Client's waiting Lock calls.
+// It subscribes once per node, when the first waiter joins, and stays subscribed until Close:
+// one subscription per node serves every waiter of the Client, whatever the key.
+type releases struct {
+	c *Client
+
+	mu        sync.Mutex
+	closed    bool
+	subs      []*redis.PubSub // one per node; nil until the first waiter
+	confirmed []bool
+	count     int           // nodes that confirmed the subscription
+	ready     chan struct{} // closed when a quorum of nodes confirmed it
+	waiters   map[string]map[*waiter]struct{}
+}
+
+// A waiter is one Lock call waiting for a key (stored form) to be released.
+type waiter struct {
+	key  string
+	wake chan struct{} // one pending wake-up is enough
+}
+
+// join registers a waiter for key and returns it with a channel that is closed once releases
+// will be heard from a quorum of nodes. It returns nil when the Client is closed.
+func (r *releases) join(key string) (*waiter, <-chan struct{}) {
+	c := r.c
+	if c.enter() != nil {
+		return nil, nil
+	}
+	defer c.leave()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, nil
+	}
+	if r.subs == nil {
+		r.subs = make([]*redis.PubSub, len(c.nodes))
+		r.confirmed = make([]bool, len(c.nodes))
+		r.ready = make(chan struct{})
+		r.waiters = make(map[string]map[*waiter]struct{})
+		for i, n := range c.nodes {
+			ps := n.Subscribe(context.Background()) // no channel yet: no I/O under the lock
+			r.subs[i] = ps
+			c.bg.Go(func() { r.receive(i, ps) })
+		}
+	}
+	w := &waiter{key: key, wake: make(chan struct{}, 1)}
+	if r.waiters[key] == nil {
+		r.waiters[key] = make(map[*waiter]struct{})
+	}
+	r.waiters[key][w] = struct{}{}
+	return w, r.ready
+}
+
+func (r *releases) leave(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.waiters[w.key], w)
+	if len(r.waiters[w.key]) == 0 {
+		delete(r.waiters, w.key)
+	}
+}
+
+// receive subscribes node i and delivers what it hears until Close. go-redis reconnects and
+// subscribes again after a broken connection.
+func (r *releases) receive(i int, ps *redis.PubSub) {
+	c := r.c
+	ctx := context.Background()
+	if err := ps.Subscribe(ctx, c.channel); err != nil {
+		c.log.Debug("redlock: subscribe failed; retrying", "node", i, "err", err)
+	}
+	for {
+		msg, err := ps.Receive(ctx)
+		if err != nil {
+			if r.isClosed() {
+				return
+			}
+			t := c.clock.NewTimer(c.retryMax)
+			select {
+			case <-t.C:
+			case <-c.done:
+				t.Stop()
+				return
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				r.confirm(i)
+			}
+		case *redis.Message:
+			r.notify(m.Payload)
+		}
+	}
+}
+
+func (r *releases) confirm(i int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.confirmed[i] {
+		r.confirmed[i] = true
+		r.count++
+		if r.count == r.c.quorum {
+			close(r.ready)
+		}
+	}
+}
+
+func (r *releases) notify(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for w := range r.waiters[key] {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (r *releases) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// close ends the subscriptions; their goroutines return once Receive fails.
+func (r *releases) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for _, ps := range r.subs {
+		ps.Close()
+	}
+}
