@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// A node is one Redis master named on the command line.
+type node struct {
+	name string // the URL with its password replaced: the only form that is ever printed
+	opts *redis.Options
+}
+
+// nodeFlags are the flags every subcommand that talks to the nodes shares.
+type nodeFlags struct {
+	nodes       string
+	key         string
+	prefix      string
+	nodeTimeout time.Duration
+}
+
+func (f *nodeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.nodes, "nodes", "", "comma-separated `URLs` of the independent Redis masters, "+
+		"redis://[user:password@]host:port[/db] or rediss://... for TLS (default $REDLOCK_NODES)")
+	fs.StringVar(&f.key, "key", "", "the lock's `name` (required)")
+	fs.StringVar(&f.prefix, "prefix", "", "a `prefix` put before the key on the nodes")
+	fs.DurationVar(&f.nodeTimeout, "node-timeout", 500*time.Millisecond, "how long one call waits for one node")
+}
+
+// parse checks the flags and returns the nodes they name.
+func (f *nodeFlags) parse() ([]node, error) {
+	if f.key == "" {
+		return nil, errors.New("--key is required")
+	}
+	if f.nodeTimeout <= 0 {
+		return nil, fmt.Errorf("--node-timeout %v must be positive", f.nodeTimeout)
+	}
+	spec := f.nodes
+	if spec == "" {
+		spec = os.Getenv("REDLOCK_NODES")
+	}
+	if spec == "" {
+		return nil, errors.New("no nodes: give --nodes or set REDLOCK_NODES")
+	}
+	return parseNodes(spec)
+}
+
+// parseNodes reads a comma-separated list of redis:// or rediss:// URLs with go-redis's URL
+// parser. TLS (rediss://) verifies the server's certificate unless the URL says
+// skip_verify=true. Errors name a node by its position and its redacted URL.
+func parseNodes(spec string) ([]node, error) {
+	var nodes []node
+	seen := map[string]int{}
+	for i, raw := range strings.Split(spec, ",") {
+		raw = strings.TrimSpace(raw)
+		name := redact(raw)
+		if raw == "" {
+			return nil, fmt.Errorf("node %d: empty URL in the node list", i)
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			// url.Parse quotes the whole input in its error, password included: never print it.
+			return nil, fmt.Errorf("node %d (%s): not a valid URL", i, name)
+		}
+		if u.Scheme != "redis" && u.Scheme != "rediss" {
+			return nil, fmt.Errorf("node %d (%s): want a redis:// or rediss:// URL", i, name)
+		}
+		if u.Host == "" {
+			return nil, fmt.Errorf("node %d (%s): no host", i, name)
+		}
+		opts, err := redis.ParseURL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("node %d (%s): %v", i, name, err)
+		}
+		if j, ok := seen[opts.Addr]; ok {
+			// Two entries for one server would count one master twice towards the quorum.
+			return nil, fmt.Errorf("node %d (%s): the same server as node %d", i, name, j)
+		}
+		seen[opts.Addr] = i
+		// The command bounds every call with a context; let go-redis honour it, and keep it
+		// from asking the server for maintenance notifications it may not know.
+		opts.ContextTimeoutEnabled = true
+		// One dial a call: a refused connection is reported as such, not as a timeout after
+		// go-redis's dial retries; the next call dials again anyway.
+		opts.DialerRetries = 1
+		opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		nodes = append(nodes, node{name: name, opts: opts})
+	}
+	return nodes, nil
+}
+
+// redact returns raw with the password of its user information replaced by "xxxxx", also
+// when raw is not a valid URL.
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	rest, scheme := raw, ""
+	if i := strings.Index(raw, "://"); i >= 0 {
+		scheme, rest = raw[:i+3], raw[i+3:]
+	}
+	// The user information ends at the last '@' before the path, query or fragment.
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return raw
+	}
+	return scheme + user + ":xxxxx" + rest[at:]
+}
+
+// clients opens a go-redis client per node; close them with closeClients.
+func clients(nodes []node) []redis.UniversalClient {
+	cs := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		cs[i] = redis.NewClient(n.opts)
+	}
+	return cs
+}
+
+func closeClients(cs []redis.UniversalClient) {
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+// authFailure reports whether err is a node refusing the credentials or the commands.
+func authFailure(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "invalid password", "invalid username-password"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// describe writes err the way an operator reads it: one line a node, each naming the node by
+// its index and redacted URL. Addresses in the library's errors are host:port only.
+func describe(err error, nodes []node) []string {
+	var lines []string
+	var walk func(error)
+	walk = func(e error) {
+		ne, ok := e.(*redlock.NodeError)
+		switch {
+		case ok && ne.Node >= 0 && ne.Node < len(nodes):
+			lines = append(lines, fmt.Sprintf("node %d (%s): %v", ne.Node, nodes[ne.Node].name, ne.Err))
+		default:
+			if j, ok := e.(interface{ Unwrap() []error }); ok {
+				for _, inner := range j.Unwrap() {
+					walk(inner)
+				}
+				return
+			}
+			lines = append(lines, e.Error())
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	// Node lines in node order, after any others.
+	slices.SortStableFunc(lines, func(a, b string) int {
+		return strings.Compare(nodeOrder(a), nodeOrder(b))
+	})
+	return lines
+}
+
+// ping asks every node for PING at once, each bounded by timeout, and returns each one's error.
+func ping(ctx context.Context, cs []redis.UniversalClient, timeout time.Duration) []error {
+	errs := make([]error, len(cs))
+	done := make(chan struct{})
+	for i, c := range cs {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			errs[i] = c.Ping(ctx).Err()
+		}()
+	}
+	for range cs {
+		<-done
+	}
+	return errs
+}
+
+// nodeOrder is the sort key of a line from describe: "" for a general line, else the node
+// index padded so that node 10 sorts after node 9.
+func nodeOrder(line string) string {
+	var i int
+	if _, err := fmt.Sscanf(line, "node %d ", &i); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%09d", i)
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// nodeStatus is what one node says about the key.
+type nodeStatus struct {
+	Node      int    `json:"node"`
+	URL       string `json:"url"` // redacted
+	Reachable bool   `json:"reachable"`
+	Held      bool   `json:"held"`
+	TTLMillis int64  `json:"ttl_ms,omitempty"`  // remaining; -1 when the key has no expiry
+	Holder    string `json:"holder,omitempty"`  // the token, shortened
+	Refused   bool   `json:"refused,omitempty"` // the node refused the credentials
+	Error     string `json:"error,omitempty"`
+
+	token string // in full, for the verdict only
+}
+
+// lockStatus is the whole picture: every node and the verdict.
+type lockStatus struct {
+	Key     string       `json:"key"`
+	Quorum  int          `json:"quorum"`
+	Verdict string       `json:"verdict"` // held, free, split or unknown
+	Holder  string       `json:"holder,omitempty"`
+	Votes   int          `json:"votes"` // nodes holding the most common token
+	Nodes   []nodeStatus `json:"nodes"`
+}
+
+// The verdicts. A lock is held when one token is on a quorum of nodes, free when a quorum of
+// nodes answered and none holds the key, split when some node holds it but no token has a
+// quorum, and unknown when too few nodes answered to tell held from free.
+const (
+	verdictHeld    = "held"
+	verdictFree    = "free"
+	verdictSplit   = "split"
+	verdictUnknown = "unknown"
+)
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("redlock status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var nf nodeFlags
+	nf.register(fs)
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: redlock status --nodes URL,URL,... --key NAME [-json]\n\n"+
+			"Shows, for every node, whether it answered, whether it holds the key, the remaining TTL and\n"+
+			"the holder's token (shortened), then the verdict: held (one token on a quorum), free, split\n"+
+			"(held on some nodes, no quorum) or unknown (too few nodes answered). Exit status 0, or 1 when\n"+
+			"the verdict is unknown, 2 for bad flags.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "redlock status: unexpected arguments %q\n", fs.Args())
+		fs.Usage()
+		return 2
+	}
+	nodes, err := nf.parse()
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock status: %v\n", err)
+		return 2
+	}
+	cs := clients(nodes)
+	defer closeClients(cs)
+
+	st := inspect(ctx, cs, nodes, nf.prefix+nf.key, nf.nodeTimeout)
+	st.Key = nf.key
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(st)
+	} else {
+		printStatus(stdout, st)
+	}
+	if st.Verdict == verdictUnknown {
+		return 1
+	}
+	return 0
+}
+
+// inspect reads the key and its TTL from every node at once and weighs the answers.
+func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stored string, timeout time.Duration) lockStatus {
+	st := lockStatus{Quorum: len(cs)/2 + 1, Nodes: make([]nodeStatus, len(cs))}
+	done := make(chan struct{})
+	for i, c := range cs {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			st.Nodes[i] = inspectNode(ctx, c, stored, timeout)
+			st.Nodes[i].Node, st.Nodes[i].URL = i, nodes[i].name
+		}()
+	}
+	for range cs {
+		<-done
+	}
+
+	votes := map[string]int{}
+	reachable, holding := 0, 0
+	for _, n := range st.Nodes {
+		if n.Reachable {
+			reachable++
+		}
+		if n.Held {
+			holding++
+			votes[n.token]++
+		}
+	}
+	var best string
+	for tok, v := range votes {
+		if v > st.Votes || (v == st.Votes && tok < best) {
+			best, st.Votes = tok, v
+		}
+	}
+	switch {
+	case st.Votes >= st.Quorum:
+		st.Verdict, st.Holder = verdictHeld, shorten(best)
+	case holding > 0:
+		st.Verdict = verdictSplit
+	case reachable >= st.Quorum:
+		st.Verdict = verdictFree
+	default:
+		st.Verdict = verdictUnknown
+	}
+	return st
+}
+
+func inspectNode(ctx context.Context, c redis.UniversalClient, stored string, timeout time.Duration) nodeStatus {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var get *redis.StringCmd
+	var pttl *redis.DurationCmd
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, stored)
+		pttl = p.PTTL(ctx, stored)
+		return nil
+	})
+	if errors.Is(err, redis.Nil) {
+		return nodeStatus{Reachable: true}
+	}
+	if err != nil {
+		return nodeStatus{Error: err.Error(), Refused: authFailure(err)}
+	}
+	tok := get.Val()
+	ns := nodeStatus{Reachable: true, Held: true, Holder: shorten(tok), token: tok}
+	if d := pttl.Val(); d >= 0 {
+		ns.TTLMillis = max(d.Milliseconds(), 1) // a key about to expire still shows as held
+	} else {
+		ns.TTLMillis = -1
+	}
+	return ns
+}
+
+// shorten keeps enough of a token to tell holders apart and not enough to release their lock.
+func shorten(tok string) string {
+	const keep = 8
+	if len(tok) <= keep+3 {
+		return tok
+	}
+	return tok[:keep] + "..."
+}
+
+func printStatus(w io.Writer, st lockStatus) {
+	fmt.Fprintf(w, "key %q on %d nodes, quorum %d\n", st.Key, len(st.Nodes), st.Quorum)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tURL\tSTATE\tTTL\tHOLDER")
+	var errs []string
+	for _, n := range st.Nodes {
+		state, ttl, holder := "free", "-", "-"
+		switch {
+		case !n.Reachable && n.Refused:
+			state = "refused"
+			errs = append(errs, fmt.Sprintf("node %d (%s): %s", n.Node, n.URL, n.Error))
+		case !n.Reachable:
+			state = "unreachable"
+			errs = append(errs, fmt.Sprintf("node %d (%s): %s", n.Node, n.URL, n.Error))
+		case n.Held && n.TTLMillis < 0:
+			state, ttl, holder = "held", "none", n.Holder
+		case n.Held:
+			state, ttl, holder = "held", (time.Duration(n.TTLMillis) * time.Millisecond).String(), n.Holder
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", n.Node, n.URL, state, ttl, holder)
+	}
+	tw.Flush()
+	for _, e := range errs {
+		fmt.Fprintln(w, e)
+	}
+	switch st.Verdict {
+	case verdictHeld:
+		fmt.Fprintf(w, "verdict: held on a quorum (%d/%d nodes) by %s\n", st.Votes, len(st.Nodes), st.Holder)
+	case verdictFree:
+		fmt.Fprintln(w, "verdict: free")
+	case verdictSplit:
+		fmt.Fprintf(w, "verdict: split (held on some nodes, at most %d/%d under one token; quorum is %d)\n", st.Votes, len(st.Nodes), st.Quorum)
+	default:
+		fmt.Fprintf(w, "verdict: unknown (fewer than %d nodes answered)\n", st.Quorum)
+	}
+}
