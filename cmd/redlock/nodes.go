@@ -65,7 +65,7 @@ func parseNodes(spec string) ([]node, error) {
 	seen := map[string]int{}
 	for i, raw := range strings.Split(spec, ",") {
 		raw = strings.TrimSpace(raw)
-		name := redact(raw)
+		name, clean := redactURL(raw)
 		if raw == "" {
 			return nil, fmt.Errorf("node %d: empty URL in the node list", i)
 		}
@@ -73,6 +73,10 @@ func parseNodes(spec string) ([]node, error) {
 		if err != nil {
 			// url.Parse quotes the whole input in its error, password included: never print it.
 			return nil, fmt.Errorf("node %d (%s): not a valid URL", i, name)
+		}
+		if !clean {
+			// Parsers' errors may quote pieces of such a URL, password included.
+			return nil, fmt.Errorf("node %d (%s): not a clear URL: escape '@', ':', '/', '?' and '#' in the user name and password as %%XX", i, name)
 		}
 		if u.Scheme != "redis" && u.Scheme != "rediss" {
 			return nil, fmt.Errorf("node %d (%s): want a redis:// or rediss:// URL", i, name)
@@ -101,30 +105,36 @@ func parseNodes(spec string) ([]node, error) {
 	return nodes, nil
 }
 
-// redact returns raw with the password of its user information replaced by "xxxxx", also
-// when raw is not a valid URL.
+// redact returns raw with the password of its user information replaced by "xxxxx", also when
+// raw is not a valid URL.
 func redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
+	name, _ := redactURL(raw)
+	return name
+}
+
+// redactURL is redact that also says whether raw's user information is clear-cut. When it is
+// not (an '@' outside well-formed user information, as when a password holds an unescaped '#',
+// '/' or '?'), everything between the user name and the last '@' is hidden: that may hide more
+// of an odd URL than needed, never less than the password.
+func redactURL(raw string) (name string, clean bool) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		scheme, rest = "", raw
+	} else {
+		scheme += "://"
 	}
-	rest, scheme := raw, ""
-	if i := strings.Index(raw, "://"); i >= 0 {
-		scheme, rest = raw[:i+3], raw[i+3:]
-	}
-	// The user information ends at the last '@' before the path, query or fragment.
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	at := strings.LastIndex(rest[:end], "@")
+	at := strings.LastIndex(rest, "@")
 	if at < 0 {
-		return raw
+		return raw, true // no user information, so no password
+	}
+	if u, err := url.Parse(raw); err == nil && u.Opaque == "" && u.User != nil && strings.Count(rest, "@") == 1 {
+		return u.Redacted(), true
 	}
 	user, _, hasPass := strings.Cut(rest[:at], ":")
 	if !hasPass {
-		return raw
+		return raw, false
 	}
-	return scheme + user + ":xxxxx" + rest[at:]
+	return scheme + user + ":xxxxx" + rest[at:], false
 }
 
 // clients opens a go-redis client per node; close them with closeClients.

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+func TestParseNodes(t *testing.T) {
+	nodes, err := parseNodes(" redis://alice:pw1@127.0.0.1:7001 ,rediss://bob:pw2@example.com:7002/3, redis://:pw3@[::1]:7003?dial_timeout=2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ name, addr, user, pass string }{
+		{"redis://alice:xxxxx@127.0.0.1:7001", "127.0.0.1:7001", "alice", "pw1"},
+		{"rediss://bob:xxxxx@example.com:7002/3", "example.com:7002", "bob", "pw2"},
+		{"redis://:xxxxx@[::1]:7003?dial_timeout=2s", "[::1]:7003", "", "pw3"},
+	}
+	if len(nodes) != len(want) {
+		t.Fatalf("got %d nodes, want %d", len(nodes), len(want))
+	}
+	for i, w := range want {
+		n := nodes[i]
+		if n.name != w.name || n.opts.Addr != w.addr || n.opts.Username != w.user || n.opts.Password != w.pass {
+			t.Errorf("node %d: %q %s %q %q, want %+v", i, n.name, n.opts.Addr, n.opts.Username, n.opts.Password, w)
+		}
+		if !n.opts.ContextTimeoutEnabled {
+			t.Errorf("node %d: calls are not bounded by their context", i)
+		}
+	}
+	if tls := nodes[1].opts.TLSConfig; tls == nil || tls.InsecureSkipVerify || tls.ServerName != "example.com" {
+		t.Errorf("rediss:// must verify the server's certificate: %+v", tls)
+	}
+	if nodes[1].opts.DB != 3 {
+		t.Errorf("db = %d, want 3", nodes[1].opts.DB)
+	}
+}
+
+func TestParseNodesRejects(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"redis://alice:hunter2@127.0.0.1:1,", "node 1: empty URL"},
+		{"http://alice:hunter2@127.0.0.1:1", "node 0 (http://alice:xxxxx@127.0.0.1:1): want a redis:// or rediss:// URL"},
+		{"redis://alice:hunter2@127.0.0.1:1,redis://bob:hunter2@127.0.0.1:1/2", "node 1 (redis://bob:xxxxx@127.0.0.1:1/2): the same server as node 0"},
+		{"redis://alice:hun%zzter2@127.0.0.1:1", "node 0 (redis://alice:xxxxx@127.0.0.1:1): not a valid URL"},
+		{"redis://alice:hunter2@127.0.0.1:port", "node 0 (redis://alice:xxxxx@127.0.0.1:port): not a valid URL"},
+		{"redis://alice:hunter2@127.0.0.1:1/x", "invalid database number"},
+		{"redis://alice:hunter2@127.0.0.1:1?colour=red", "unexpected option: colour"},
+		{"redis:///nohost", "no host"},
+		{"alice:hunter2@127.0.0.1:1", "not a clear URL"},
+		{"redis://alice:hunter2#@127.0.0.1:1", "node 0 (redis://alice:xxxxx@127.0.0.1:1): not a valid URL"},
+		{"redis://alice?:hunter2@127.0.0.1:1", "not a clear URL"},
+	} {
+		_, err := parseNodes(tc.spec)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseNodes(%q) = %v, want an error with %q", tc.spec, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("parseNodes(%q): the error shows the password: %v", tc.spec, err)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://127.0.0.1:6379":                 "redis://127.0.0.1:6379",
+		"redis://alice@127.0.0.1:6379":           "redis://alice@127.0.0.1:6379",
+		"redis://alice:pw@127.0.0.1:6379/0":      "redis://alice:xxxxx@127.0.0.1:6379/0",
+		"redis://alice:p%zzw@h:1/0":              "redis://alice:xxxxx@h:1/0",
+		"redis://alice:p@ss@h:1":                 "redis://alice:xxxxx@h:1",
+		"redis://alice:p w@h:bad?x=1":            "redis://alice:xxxxx@h:bad?x=1",
+		"rediss://:only-a-password@h:1":          "rediss://:xxxxx@h:1",
+		"alice:pw@h:1 (not a URL at all)%zz":     "alice:xxxxx@h:1 (not a URL at all)%zz",
+		"redis://alice:pa#ss@h:1":                "redis://alice:xxxxx@h:1",
+		"redis://alice:pa/ss@h:1":                "redis://alice:xxxxx@h:1",
+		"redis://h:1/path@with-an-at-after-path": "redis://h:xxxxx@with-an-at-after-path", // ambiguous: hidden
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Whatever the password, it shows neither in a node's name nor in an error about its URL.
+func FuzzPasswordNeverShown(f *testing.F) {
+	f.Add("alice", "hunter2", "127.0.0.1:1", "/0")
+	f.Add("", "p%zz00", "h:port", "")
+	f.Add("bob", "a@b:c/d", "[::1]:1", "?x=1")
+	f.Add("0?", "000000", "00", "")
+	f.Fuzz(func(t *testing.T, user, pass, host, tail string) {
+		if len(pass) < 6 || strings.Trim(pass, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ") == "" {
+			return // short or plain words: may be found in the rest of the text
+		}
+		if strings.ContainsFunc(host+tail, func(r rune) bool { return r == '%' || r <= ' ' || r >= 0x7f }) {
+			return // escaping the rest of the URL could spell the password out of other bytes
+		}
+		escaped := url.UserPassword(user, pass).String()
+		escUser, escPass, _ := strings.Cut(escaped, ":")
+		for _, form := range [][2]string{{escUser, escPass}, {user, pass}} { // escaped, and as typed
+			raw := "redis://" + form[0] + ":" + form[1] + "@" + host + tail
+			if strings.Contains(raw, ",") {
+				continue // a comma splits the list into several URLs
+			}
+			if strings.Contains("redis://"+form[0]+":\x00@"+host+tail, pass) {
+				continue // the password is also elsewhere in the URL
+			}
+			nodes, err := parseNodes(raw)
+			if err != nil && strings.Contains(err.Error(), pass) {
+				t.Fatalf("error for %q shows the password: %v", raw, err)
+			}
+			for _, n := range nodes {
+				if strings.Contains(n.name, pass) {
+					t.Fatalf("name of %q shows the password: %s", raw, n.name)
+				}
+			}
+		}
+	})
+}
+
+func TestDescribe(t *testing.T) {
+	nodes := []node{{name: "redis://a:xxxxx@h:1"}, {name: "redis://a:xxxxx@h:2"}}
+	err := errors.Join(redlock.ErrNotAcquired,
+		&redlock.NodeError{Node: 1, Addr: "h:2", Err: errors.New("WRONGPASS")},
+		errors.Join(&redlock.NodeError{Node: 0, Addr: "h:1", Err: errors.New("held by another owner")}))
+	got := fmt.Sprint(describe(err, nodes))
+	want := "[redlock: not acquired node 0 (redis://a:xxxxx@h:1): held by another owner node 1 (redis://a:xxxxx@h:2): WRONGPASS]"
+	if got != want {
+		t.Fatalf("describe = %s\nwant       %s", got, want)
+	}
+}
