@@ -97,6 +97,9 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer locker.Close()
 
+	if *wait > 0 {
+		logf("waiting up to %v for %q", *wait, nf.key)
+	}
 	lock, sig, err := acquire(ctx, locker, nf.key, *ttl, *wait, sigs)
 	if sig != nil {
 		fmt.Fprintf(stderr, "redlock exec: %v while waiting for the lock\n", sig)
