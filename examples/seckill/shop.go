@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// A Locker runs fn while it holds the lock on key. fn's context ends when the lock can no
+// longer be proved held; a Locker that cannot tell (the naive one) never ends it.
+type Locker interface {
+	WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error
+}
+
+// A Shop sells one item from a stock kept in Redis, as the seeds' order endpoint does: take the
+// lock, read the stock, do the order's work (payment, shipping, ...), write stock-1, record the
+// order. Without a working lock two buyers read the same stock and one sale is lost: oversold.
+type Shop struct {
+	Store  redis.UniversalClient // where the stock and the orders live
+	Locker Locker
+	Item   string
+	Work   time.Duration // the time an order spends between reading and writing the stock
+}
+
+func (s *Shop) stockKey() string  { return "stock:" + s.Item }
+func (s *Shop) ordersKey() string { return "orders:" + s.Item }
+func (s *Shop) lockKey() string   { return "lock:" + s.Item }
+
+// Restock sets the stock to n and forgets all orders.
+func (s *Shop) Restock(ctx context.Context, n int) error {
+	_, err := s.Store.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, s.stockKey(), n, 0)
+		p.Del(ctx, s.ordersKey())
+		return nil
+	})
+	return err
+}
+
+// ErrSoldOut is Order's answer when the stock is 0.
+var ErrSoldOut = errors.New("sold out")
+
+// Order sells one item to buyer under the lock.
+func (s *Shop) Order(ctx context.Context, buyer string) error {
+	// Once sold out, stay sold out without queueing for the lock: the stock never grows
+	// during a sale, so this read needs no lock. The read that counts is the one under it.
+	if stock, err := s.Store.Get(ctx, s.stockKey()).Int(); err == nil && stock <= 0 {
+		return ErrSoldOut
+	}
+	return s.Locker.WithLock(ctx, s.lockKey(), func(ctx context.Context) error {
+		stock, err := s.Store.Get(ctx, s.stockKey()).Int()
+		if err != nil {
+			return err
+		}
+		if stock <= 0 {
+			return ErrSoldOut
+		}
+		select { // the order's work
+		case <-time.After(s.Work):
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx) // the lock is lost: write nothing
+		}
+		_, err = s.Store.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, s.stockKey(), stock-1, 0)
+			p.RPush(ctx, s.ordersKey(), buyer)
+			return nil
+		})
+		return err
+	})
+}
+
+// ServeHTTP takes orders: POST /order?buyer=NAME answers 200, 409 when sold out, 503 when the
+// order failed (no lock, lost lock, Redis down).
+func (s *Shop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/order" {
+		http.NotFound(w, r)
+		return
+	}
+	switch err := s.Order(r.Context(), r.URL.Query().Get("buyer")); {
+	case err == nil:
+		fmt.Fprintln(w, "ok")
+	case errors.Is(err, ErrSoldOut):
+		http.Error(w, "sold out", http.StatusConflict)
+	default:
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	}
+}
+
+// A Report is the state of the shop after a sale.
+type Report struct {
+	Initial   int // stock at the start
+	StockLeft int
+	Orders    int // orders recorded
+	Oversold  int // orders recorded beyond the items taken from the stock
+}
+
+// Count reads the stock and the orders.
+func (s *Shop) Count(ctx context.Context, initial int) (Report, error) {
+	left, err := s.Store.Get(ctx, s.stockKey()).Int()
+	if err != nil {
+		return Report{}, err
+	}
+	orders, err := s.Store.LLen(ctx, s.ordersKey()).Result()
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{Initial: initial, StockLeft: left, Orders: int(orders)}
+	r.Oversold = r.Orders - (initial - left)
+	return r, nil
+}
+
+// Redlock is this library's lock: Redlock over independent masters, kept extended while the
+// order runs, and the order's context ends the moment the lock cannot be proved held.
+type Redlock struct {
+	Client *redlock.Client
+	TTL    time.Duration
+}
+
+func (r Redlock) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+	l, err := r.Client.Lock(ctx, key, r.TTL)
+	if err != nil {
+		return err
+	}
+	defer l.Unlock(context.WithoutCancel(ctx))
+
+	// Keep the lock extended while fn runs: each time a third of the ttl has passed, and
+	// again soon after a failed extension, for as long as the lock is still valid; end fn's
+	// context when the validity runs out. (Client.Do does this in the library once it lands.)
+	fctx, cancel := context.WithCancelCause(ctx)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		next := time.Until(l.Until()) - 2*r.TTL/3
+		for {
+			extend := time.NewTimer(max(next, 0))
+			expiry := time.NewTimer(time.Until(l.Until()))
+			select {
+			case <-quit:
+				extend.Stop()
+				expiry.Stop()
+				return
+			case <-expiry.C:
+				extend.Stop()
+				cancel(redlock.ErrNotHeld)
+				return
+			case <-extend.C:
+				expiry.Stop()
+			}
+			ectx, ecancel := context.WithDeadline(ctx, l.Until())
+			err := l.Extend(ectx, r.TTL)
+			ecancel()
+			if err == nil {
+				next = time.Until(l.Until()) - 2*r.TTL/3
+			} else {
+				next = r.TTL / 10
+			}
+		}
+	}()
+	err = fn(fctx)
+	cancel(nil)
+	close(quit)
+	<-done
+	return err
+}
+
+// Naive is the seeds' lock on one Redis node: SETNX, then EXPIRE in a second command; poll
+// until it succeeds; release by GET, compare, DEL in three steps. Nothing extends it and
+// nothing tells the holder it expired.
+type Naive struct {
+	Store redis.UniversalClient
+	TTL   time.Duration
+	Poll  time.Duration
+}
+
+func (n Naive) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+	var b [8]byte
+	rand.Read(b[:])
+	me := hex.EncodeToString(b[:])
+	for {
+		ok, err := n.Store.SetNX(ctx, key, me, 0).Result()
+		if err != nil {
+			return err
+		}
+		if ok {
+			n.Store.PExpire(ctx, key, n.TTL)
+			break
+		}
+		select {
+		case <-time.After(n.Poll):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer func() {
+		ctx := context.WithoutCancel(ctx)
+		if v, _ := n.Store.Get(ctx, key).Result(); v == me {
+			n.Store.Del(ctx, key) // by now the key may be someone else's
+		}
+	}()
+	return fn(ctx)
+}
+
+// buyerName numbers the load generator's buyers.
+func buyerName(i int) string { return "buyer-" + strconv.Itoa(i) }
