@@ -37,7 +37,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var nf nodeFlags
 	nf.register(fs)
-	ttl := fs.Duration("ttl", 10*time.Second, "the lock's time to live; it is extended every third of it while the command runs")
+	ttl := fs.Duration("ttl", 10*time.Second, "the lock's time to live; it is extended by as much whenever a third of it is left")
 	wait := fs.Duration("wait", 0, "how long to wait for the lock; 0 makes one attempt")
 	grace := fs.Duration("grace", 10*time.Second, "after the lock is lost, how long the command has between SIGTERM and SIGKILL")
 	verbose := fs.Bool("verbose", false, "report acquisition, loss and release on stderr")
@@ -150,7 +150,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	h := hold(lock, *ttl)
 	defer h.stop()
 	var kill <-chan time.Time
-	lost := h.lost
+	lost := lock.Lost()
 	for {
 		select {
 		case <-exited:
@@ -162,7 +162,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case <-lost:
 			lost = nil
 			fmt.Fprintf(stderr, "redlock exec: lock %q lost; sending SIGTERM, SIGKILL in %v\n", nf.key, *grace)
-			for _, line := range describe(h.err, nodes) {
+			for _, line := range describe(h.err(), nodes) {
 				logf("  %s", line)
 			}
 			cmd.Process.Signal(syscall.SIGTERM)
@@ -234,44 +234,56 @@ func acquire(ctx context.Context, locker *redlock.Client, key string, ttl, wait 
 	}
 }
 
-// holder keeps a lock extended while the command runs.
-//
-// This is the command's own extension loop on Lock.Extend and Lock.Until: it extends the lock
-// each time a third of the ttl has passed, and declares it lost (closing lost) the moment an
-// extension fails, since from then on the lock cannot be proved held.
+// holder keeps a lock extended while the command runs: when a third of the ttl is left, and
+// again soon after a failed extension, until stopped. The library decides when the lock is
+// lost (Lock.Lost): its validity passed without a successful extension, or an extension found
+// the key gone from a majority. Client.Do keeps a lock the same way, but Do also acquires, with
+// one context for the wait and for fn, and exec bounds the wait alone (--wait).
 type holder struct {
-	lost chan struct{}
-	err  error // why it was lost; read after lost is closed
-
 	quit chan struct{}
 	done chan struct{}
 	once sync.Once
+
+	mu      sync.Mutex
+	lastErr error // the last failed extension's error
 }
 
 func hold(lock *redlock.Lock, ttl time.Duration) *holder {
-	h := &holder{lost: make(chan struct{}), quit: make(chan struct{}), done: make(chan struct{})}
+	h := &holder{quit: make(chan struct{}), done: make(chan struct{})}
+	lost := lock.Lost()
+	pause := func(d time.Duration) bool {
+		t := time.NewTimer(max(d, 0))
+		defer t.Stop()
+		select {
+		case <-h.quit:
+			return false
+		case <-lost:
+			return false
+		case <-t.C:
+			return true
+		}
+	}
 	go func() {
 		defer close(h.done)
-		for {
-			// Until is start + ttl - drift: extend when a third of the ttl has gone by.
-			t := time.NewTimer(max(time.Until(lock.Until())-2*ttl/3, 0))
-			select {
-			case <-h.quit:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithDeadline(context.Background(), lock.Until())
-			err := lock.Extend(ctx, ttl)
-			cancel()
-			if err != nil {
-				h.err = err
-				close(h.lost)
-				return
+		for pause(time.Until(lock.Until()) - ttl/3) {
+			if err := lock.Extend(context.Background(), ttl); err != nil {
+				h.mu.Lock()
+				h.lastErr = err
+				h.mu.Unlock()
+				if !pause(ttl / 10) {
+					return
+				}
 			}
 		}
 	}()
 	return h
+}
+
+// err returns the last failed extension's error, nil if none failed.
+func (h *holder) err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastErr
 }
 
 // stop ends the extension loop and waits for it; calling it again does nothing.
