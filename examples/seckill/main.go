@@ -44,8 +44,7 @@ func (c Config) shop() (*Shop, func(), error) {
 	shop := &Shop{Store: c.Store, Item: "sku-123456", Work: c.Work}
 	switch c.Lock {
 	case "redlock":
-		// A retry delay a little longer than the default: a hundred buyers wait at once.
-		cl, err := redlock.New(c.Nodes, redlock.WithRetryDelay(50*time.Millisecond, 200*time.Millisecond))
+		cl, err := redlock.New(c.Nodes)
 		if err != nil {
 			return nil, nil, err
 		}

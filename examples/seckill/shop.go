@@ -121,57 +121,15 @@ func (s *Shop) Count(ctx context.Context, initial int) (Report, error) {
 }
 
 // Redlock is this library's lock: Redlock over independent masters, kept extended while the
-// order runs, and the order's context ends the moment the lock cannot be proved held.
+// order runs (Client.Do), and the order's context ends the moment the lock cannot be proved
+// held, so that a late order writes nothing.
 type Redlock struct {
 	Client *redlock.Client
 	TTL    time.Duration
 }
 
 func (r Redlock) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	l, err := r.Client.Lock(ctx, key, r.TTL)
-	if err != nil {
-		return err
-	}
-	defer l.Unlock(context.WithoutCancel(ctx))
-
-	// Keep the lock extended while fn runs: each time a third of the ttl has passed, and
-	// again soon after a failed extension, for as long as the lock is still valid; end fn's
-	// context when the validity runs out. (Client.Do does this in the library once it lands.)
-	fctx, cancel := context.WithCancelCause(ctx)
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		next := time.Until(l.Until()) - 2*r.TTL/3
-		for {
-			extend := time.NewTimer(max(next, 0))
-			expiry := time.NewTimer(time.Until(l.Until()))
-			select {
-			case <-quit:
-				extend.Stop()
-				expiry.Stop()
-				return
-			case <-expiry.C:
-				extend.Stop()
-				cancel(redlock.ErrNotHeld)
-				return
-			case <-extend.C:
-				expiry.Stop()
-			}
-			ectx, ecancel := context.WithDeadline(ctx, l.Until())
-			err := l.Extend(ectx, r.TTL)
-			ecancel()
-			if err == nil {
-				next = time.Until(l.Until()) - 2*r.TTL/3
-			} else {
-				next = r.TTL / 10
-			}
-		}
-	}()
-	err = fn(fctx)
-	cancel(nil)
-	close(quit)
-	<-done
-	return err
+	return r.Client.Do(ctx, key, r.TTL, fn)
 }
 
 // Naive is the seeds' lock on one Redis node: SETNX, then EXPIRE in a second command; poll
