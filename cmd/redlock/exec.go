@@ -163,7 +163,9 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			lost = nil
 			fmt.Fprintf(stderr, "redlock exec: lock %q lost; sending SIGTERM, SIGKILL in %v\n", nf.key, *grace)
 			for _, line := range describe(h.err(), nodes) {
-				logf("  %s", line)
+				if line != redlock.ErrNotHeld.Error() {
+					fmt.Fprintf(stderr, "  %s\n", line)
+				}
 			}
 			cmd.Process.Signal(syscall.SIGTERM)
 			t := time.NewTimer(*grace)
