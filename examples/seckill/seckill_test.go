@@ -31,8 +31,11 @@ func TestFlashSale(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", out.String())
-	if rep.Oversold != 0 || rep.Orders != load.Accepted || load.Accepted+load.SoldOut+load.Failed != cfg.Requests {
-		t.Fatalf("redlock: %+v %+v: want oversold 0 and one order per accepted request", rep, load)
+	// An order whose lock is found lost just after its write is recorded but answered 503, so
+	// orders may exceed accepted requests by failed ones; never by more.
+	if rep.Oversold != 0 || rep.Orders < load.Accepted || rep.Orders > load.Accepted+load.Failed ||
+		load.Accepted+load.SoldOut+load.Failed != cfg.Requests {
+		t.Fatalf("redlock: %+v %+v: want oversold 0 and an order for every accepted request", rep, load)
 	}
 	if load.Accepted == 0 {
 		t.Fatalf("redlock sold nothing: %+v", load)
