@@ -149,7 +149,8 @@ func (r *proc) wait(t *testing.T) int {
 	case <-time.After(time.Minute):
 		r.cmd.Process.Kill()
 		<-r.done
-		t.Fatalf("redlock %s still running after a minute\nstdout: %s\nstderr: %s", strings.Join(r.cmd.Args[1:], " "), r.stdout, r.stderr)
+		args := strings.ReplaceAll(strings.Join(r.cmd.Args[1:], " "), password, "xxxxx")
+		t.Fatalf("redlock %s still running after a minute\nstdout: %s\nstderr: %s", args, r.stdout, r.stderr)
 		return -1
 	}
 }

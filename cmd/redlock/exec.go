@@ -25,7 +25,7 @@ const (
 	exitNotFound = 127 // the command was not found, as in sh
 	exitNoExec   = 126 // the command was found but could not be run, as in sh
 	exitTempFail = 75  // EX_TEMPFAIL: the lock was not acquired within --wait
-	exitNoPerm   = 77  // EX_NOPERM: so many nodes refused the credentials that no quorum is possible
+	exitNoPerm   = 77  // EX_NOPERM: so many nodes refused the credentials (or failed TLS verification) that no quorum is possible
 	exitSoftware = 70  // EX_SOFTWARE: redlock itself failed
 )
 
@@ -47,7 +47,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"releases it when COMMAND ends. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after\n"+
 			"--grace. Signals sent to redlock exec are passed on to COMMAND.\n\n"+
 			"Exit status: COMMAND's (128+n when killed by signal n); 75 when the lock was not acquired\n"+
-			"within --wait; 77 when too many nodes refused the credentials; 2 for bad flags or URLs;\n"+
+			"within --wait; 77 when too many nodes refused the credentials or failed TLS verification;\n2 for bad flags or URLs; "+
 			"126/127 when COMMAND could not be run or found.\n\n")
 		fs.PrintDefaults()
 	}
@@ -194,7 +194,7 @@ func preflight(ctx context.Context, cs []redis.UniversalClient, nodes []node, ti
 		fmt.Fprintf(stderr, "redlock exec: node %d (%s): %v\n", i, nodes[i].name, err)
 	}
 	if len(cs)-refused < len(cs)/2+1 {
-		fmt.Fprintf(stderr, "redlock exec: %d of %d nodes refused the credentials; no quorum is possible\n", refused, len(cs))
+		fmt.Fprintf(stderr, "redlock exec: %d of %d nodes refused the credentials or failed TLS verification; no quorum is possible\n", refused, len(cs))
 		return exitNoPerm, false
 	}
 	return 0, true

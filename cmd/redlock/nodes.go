@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,6 +31,7 @@ type nodeFlags struct {
 	key         string
 	prefix      string
 	nodeTimeout time.Duration
+	caFile      string
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -37,6 +40,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.key, "key", "", "the lock's `name` (required)")
 	fs.StringVar(&f.prefix, "prefix", "", "a `prefix` put before the key on the nodes")
 	fs.DurationVar(&f.nodeTimeout, "node-timeout", 500*time.Millisecond, "how long one call waits for one node")
+	fs.StringVar(&f.caFile, "cacert", "", "a PEM `file` of CA certificates to verify rediss:// nodes with, instead of the system's")
 }
 
 // parse checks the flags and returns the nodes they name.
@@ -54,7 +58,24 @@ func (f *nodeFlags) parse() ([]node, error) {
 	if spec == "" {
 		return nil, errors.New("no nodes: give --nodes or set REDLOCK_NODES")
 	}
-	return parseNodes(spec)
+	nodes, err := parseNodes(spec)
+	if err != nil || f.caFile == "" {
+		return nodes, err
+	}
+	pem, err := os.ReadFile(f.caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cacert: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--cacert: no PEM certificate in %s", f.caFile)
+	}
+	for _, n := range nodes {
+		if n.opts.TLSConfig != nil {
+			n.opts.TLSConfig.RootCAs = pool
+		}
+	}
+	return nodes, nil
 }
 
 // parseNodes reads a comma-separated list of redis:// or rediss:// URLs with go-redis's URL
@@ -152,13 +173,19 @@ func closeClients(cs []redis.UniversalClient) {
 	}
 }
 
-// authFailure reports whether err is a node refusing the credentials or the commands.
+// authFailure reports whether err is a node refusing the credentials or the commands, or a TLS
+// handshake failing (the node's certificate not trusted, or ours refused): failures that
+// retrying does not cure.
 func authFailure(err error) bool {
 	if err == nil {
 		return false
 	}
+	var verr *tls.CertificateVerificationError
+	if errors.As(err, &verr) {
+		return true
+	}
 	msg := err.Error()
-	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "invalid password", "invalid username-password"} {
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "invalid password", "invalid username-password", "x509: ", "tls: "} {
 		if strings.Contains(msg, p) {
 			return true
 		}
