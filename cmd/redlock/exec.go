@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -137,6 +139,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	cmd.Env = childEnv(os.Environ(), lock.Fence())
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "redlock exec: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -292,6 +295,16 @@ func (h *holder) err() error {
 func (h *holder) stop() {
 	h.once.Do(func() { close(h.quit) })
 	<-h.done
+}
+
+// childEnv is the command's environment: env with REDLOCK_FENCE set to the lock's fencing token
+// when it has one, and removed otherwise, so that a command never sees an outer lock's token.
+func childEnv(env []string, fence uint64) []string {
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "REDLOCK_FENCE=") })
+	if fence != 0 {
+		env = append(env, "REDLOCK_FENCE="+strconv.FormatUint(fence, 10))
+	}
+	return env
 }
 
 // status is the exit status a shell would give for the command's end.

@@ -131,3 +131,16 @@ func TestDescribe(t *testing.T) {
 		t.Fatalf("describe = %s\nwant       %s", got, want)
 	}
 }
+
+func TestChildEnv(t *testing.T) {
+	env := []string{"A=1", "REDLOCK_FENCE=7", "B=2"}
+	if got := fmt.Sprint(childEnv(env, 0)); got != "[A=1 B=2]" {
+		t.Errorf("no fencing: %s", got)
+	}
+	if got := fmt.Sprint(childEnv(env, 42)); got != "[A=1 B=2 REDLOCK_FENCE=42]" {
+		t.Errorf("fence 42: %s", got)
+	}
+	if env[1] != "REDLOCK_FENCE=7" {
+		t.Error("the caller's slice was changed")
+	}
+}
