@@ -251,7 +251,11 @@ func TestExecNotAcquiredWithinWait(t *testing.T) {
 		if code != 75 {
 			t.Fatalf("--wait %s: exit status %d, want 75\nstderr: %s", wait, code, stderr)
 		}
-		if !strings.Contains(stderr, `lock "deploy" not acquired`) || !strings.Contains(stderr, "held by another owner") {
+		if !strings.Contains(stderr, `lock "deploy" not acquired`) {
+			t.Errorf("--wait %s: stderr does not say so:\n%s", wait, stderr)
+		}
+		// One attempt hears from a quorum at least; the last attempt of a wait may be cut short.
+		if wait == "0s" && strings.Count(stderr, "held by another owner") < 2 { // a quorum said no
 			t.Errorf("--wait %s: stderr does not say why:\n%s", wait, stderr)
 		}
 		noPassword(t, stdout, stderr)

@@ -113,11 +113,15 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		} else {
 			fmt.Fprintf(stderr, "redlock exec: lock %q not acquired\n", nf.key)
 		}
+		waitOver := errors.Is(err, context.DeadlineExceeded)
 		for _, line := range describe(err, nodes) {
-			// The sentinel and the end of the wait are said above already.
-			if line != redlock.ErrNotAcquired.Error() && line != context.DeadlineExceeded.Error() {
-				fmt.Fprintf(stderr, "  %s\n", line)
+			// The sentinel and the end of the wait are said above already, also for the nodes
+			// whose answer the end of the wait cut off.
+			if line == redlock.ErrNotAcquired.Error() || line == context.DeadlineExceeded.Error() ||
+				waitOver && strings.HasSuffix(line, ": "+context.DeadlineExceeded.Error()) {
+				continue
 			}
+			fmt.Fprintf(stderr, "  %s\n", line)
 		}
 		if errors.Is(err, redlock.ErrNotAcquired) {
 			return exitTempFail
