@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -13,7 +14,8 @@ import (
 )
 
 // masters starts n in-memory Redis servers standing in for independent masters, so that the
-// examples run anywhere; with real servers, pass clients for their addresses instead.
+// examples run anywhere; with real servers, pass clients for their addresses instead. Their
+// keys expire with the wall clock, as on a real server.
 func masters(n int) (nodes []redis.UniversalClient, stop func()) {
 	var servers []*miniredis.Miniredis
 	for range n {
@@ -21,6 +23,7 @@ func masters(n int) (nodes []redis.UniversalClient, stop func()) {
 		if err := m.Start(); err != nil {
 			panic(err)
 		}
+		m.ClockTTL(true)
 		servers = append(servers, m)
 		nodes = append(nodes, redis.NewClient(&redis.Options{Addr: m.Addr()}))
 	}
@@ -127,4 +130,83 @@ func ExampleLock_Unlock() {
 	// Output:
 	// <nil>
 	// true
+}
+
+func ExampleClient_Do() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+
+	// The lock is extended while fn runs and released when it returns. If it cannot be kept,
+	// ctx is cancelled with cause ErrNotHeld and Do's error wraps ErrNotHeld.
+	err := locker.Do(context.Background(), "nightly-report", 2*time.Second, func(ctx context.Context) error {
+		fmt.Println("building the report")
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// building the report
+	// done: <nil>
+}
+
+func ExampleLock_Lost() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+
+	lock, _ := locker.Lock(context.Background(), "k", 100*time.Millisecond)
+	select {
+	case <-lock.Lost():
+		fmt.Println("lost: the validity passed without an Extend")
+	case <-time.After(5 * time.Second):
+		fmt.Println("still held")
+	}
+	// Output: lost: the validity passed without an Extend
+}
+
+// fencedStore is a resource that checks fencing tokens: it refuses a write whose token is lower
+// than the highest it has accepted.
+type fencedStore struct {
+	mu      sync.Mutex
+	highest uint64
+	value   string
+}
+
+func (s *fencedStore) Write(token uint64, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token < s.highest {
+		return fmt.Errorf("stale fencing token %d: %d was seen", token, s.highest)
+	}
+	s.highest, s.value = token, value
+	return nil
+}
+
+func ExampleWithFencing() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes, redlock.WithFencing())
+	defer locker.Close()
+	ctx := context.Background()
+	store := &fencedStore{}
+
+	// Client A takes the lock, then stalls (a GC pause, a stopped VM) past its validity.
+	a, _ := locker.Lock(ctx, "stock", 50*time.Millisecond)
+	<-a.Lost()
+
+	// Meanwhile client B acquires the lock and writes with its larger token.
+	b, _ := locker.Lock(ctx, "stock", 10*time.Second)
+	fmt.Println("B writes:", store.Write(b.Fence(), "from B"))
+
+	// A wakes up, unaware, and writes: the store refuses it.
+	err := store.Write(a.Fence(), "from A")
+	fmt.Println("A writes: refused =", err != nil)
+	fmt.Println("store holds:", store.value)
+	b.Unlock(ctx)
+	// Output:
+	// B writes: <nil>
+	// A writes: refused = true
+	// store holds: from B
 }

@@ -20,6 +20,7 @@ type options struct {
 	prefix      string
 	clock       clock.Clock
 	log         *slog.Logger
+	fencing     bool
 }
 
 func defaultOptions() options {
@@ -99,6 +100,26 @@ func WithLogger(l *slog.Logger) Option {
 			return errors.New("redlock: nil logger")
 		}
 		o.log = l
+		return nil
+	}
+}
+
+// WithFencing gives every acquisition a fencing token, Lock.Fence, that strictly increases from
+// one acquisition of a key to the next, by any client of any process. Hand it to the resource
+// the lock protects and let the resource refuse a token lower than the highest it has accepted:
+// a holder that was paused past its validity is then refused, which no lock alone can do.
+//
+// It costs a second round trip per acquisition and one counter per key on each node,
+// "fence:{key}" (with the prefix inside the braces), kept forever. Round 1 sets the key and
+// reads each node's counter and clock atomically; the token is the larger of the highest
+// counter + 1 and the median of the clocks (microseconds) of the nodes that said yes; round 2
+// raises the counter to the token on every node still holding the key, and the lock is acquired
+// only when that reached a quorum within the validity. Any later acquisition meets round 2's
+// quorum on some node, so its token is larger. Assumed: no two nodes lose their data within one
+// ttl, and at most one node's clock is far off (the median ignores it). Default: off, Fence 0.
+func WithFencing() Option {
+	return func(o *options) error {
+		o.fencing = true
 		return nil
 	}
 }

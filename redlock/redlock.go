@@ -17,6 +17,8 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"reflect"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -282,27 +284,34 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lin
 	defer c.leave()
 	token := newToken()
 	stored := c.prefix + key
+	fenceKey := "fence:{" + stored + "}"
+	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
 
 	start := c.clock.Now()
 	until := clock.Deadline(start, ttl, c.driftFactor)
 	wait := min(c.nodeTimeout, until.Sub(start))
 	callCtx, cancel := context.WithTimeout(ctx, wait)
-	r := quorum.Start(callCtx, &c.bg, len(c.nodes), func(ctx context.Context, i int) (struct{}, error) {
-		ok, err := c.nodes[i].SetNX(ctx, stored, token, ttl).Result()
-		if err == nil && !ok {
-			err = errTaken
-		}
-		return struct{}{}, err
+	r := quorum.Start(callCtx, &c.bg, len(c.nodes), func(ctx context.Context, i int) (grant, error) {
+		return c.acquireOn(ctx, i, stored, fenceKey, token, ttl, ms)
 	})
 	out := decide(c, ctx, r, wait)
 	now := c.clock.Now()
 
-	if out.Quorum && now.Before(until) {
-		l := &Lock{c: c, key: key, stored: stored, token: token, until: until}
+	granted := out.Quorum && now.Before(until)
+	var fence uint64
+	var fenceErrs []error
+	if granted && c.fencing {
+		fence = fenceToken(out.Replies)
+		granted, fenceErrs = c.fenceRound(ctx, stored, fenceKey, token, fence, until)
+		now = c.clock.Now()
+		granted = granted && now.Before(until)
+	}
+	if granted {
+		l := &Lock{c: c, key: key, stored: stored, token: token, fence: fence, until: until}
 		// A SET that lands after the lock ended (a quick Unlock overtook it) would stay until
 		// the ttl: release such a node again once its late reply is in.
 		relCtx := context.WithoutCancel(ctx)
-		drain(c, r, out, cancel, func(rep quorum.Reply[struct{}]) {
+		drain(c, r, out, cancel, func(rep quorum.Reply[grant]) {
 			if !errors.Is(rep.Err, errTaken) && l.hasEnded() {
 				c.rollback(relCtx, rep.Node, stored, token, ttl)
 			}
@@ -329,7 +338,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lin
 			c.bg.Go(func() { c.rollback(relCtx, rep.Node, stored, token, ttl) })
 		}
 	}
-	drain(c, r, out, cancel, func(rep quorum.Reply[struct{}]) {
+	drain(c, r, out, cancel, func(rep quorum.Reply[grant]) {
 		if !errors.Is(rep.Err, errTaken) {
 			c.rollback(relCtx, rep.Node, stored, token, ttl)
 		}
@@ -339,13 +348,91 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lin
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
-	if out.Quorum {
+	switch {
+	case fenceErrs != nil:
+		errs = append(errs, errors.New("redlock: the fencing round reached no quorum within the validity"))
+		errs = append(errs, fenceErrs...)
+	case out.Quorum:
 		errs = append(errs, fmt.Errorf("redlock: quorum reached after %v, past the validity", now.Sub(start)))
 	}
 	errs = append(errs, nodeErrors(c, ctx, out, wait)...)
 	err := errors.Join(errs...)
 	c.log.DebugContext(ctx, "redlock: not acquired", "key", key, "votes", votes, "err", err)
 	return nil, attemptResult{err: err, votes: votes, elapsed: elapsed}
+}
+
+// A grant is one node's yes to an acquisition; with fencing, it carries that node's fencing
+// counter and clock, read atomically with the SET.
+type grant struct {
+	counter uint64
+	micros  uint64 // the node's TIME in microseconds
+}
+
+// acquireOn asks node i for the key: SET NX PX, or with fencing round 1's script.
+func (c *Client) acquireOn(ctx context.Context, i int, stored, fenceKey, token string, ttl time.Duration, ms string) (grant, error) {
+	if !c.fencing {
+		ok, err := c.nodes[i].SetNX(ctx, stored, token, ttl).Result()
+		if err == nil && !ok {
+			err = errTaken
+		}
+		return grant{}, err
+	}
+	vals, err := acquireFencedScript.Run(ctx, c.nodes[i], []string{stored, fenceKey}, token, ms).Slice()
+	switch {
+	case err != nil:
+		return grant{}, err
+	case len(vals) == 1:
+		return grant{}, errTaken
+	case len(vals) != 4:
+		return grant{}, fmt.Errorf("fencing round 1: unexpected reply %v", vals)
+	}
+	var n [3]uint64
+	for j := range n {
+		if n[j], err = strconv.ParseUint(fmt.Sprint(vals[j+1]), 10, 64); err != nil {
+			return grant{}, fmt.Errorf("fencing round 1: reply %v: %w", vals, err)
+		}
+	}
+	return grant{counter: n[0], micros: n[1]*1_000_000 + n[2]}, nil
+}
+
+// fenceToken is the fencing token for the nodes that said yes: the larger of their highest
+// counter + 1 and the median of their clocks, which one far-off clock cannot move.
+func fenceToken(replies []quorum.Reply[grant]) uint64 {
+	var top uint64
+	var clocks []uint64
+	for _, rep := range replies {
+		if rep.Err == nil {
+			top = max(top, rep.Value.counter)
+			clocks = append(clocks, rep.Value.micros)
+		}
+	}
+	slices.Sort(clocks)
+	return max(top+1, clocks[(len(clocks)-1)/2])
+}
+
+// fenceRound is fencing's round 2: raise the counter to fence on every node still holding our
+// key, and report whether a quorum did so before until.
+func (c *Client) fenceRound(ctx context.Context, stored, fenceKey, token string, fence uint64, until time.Time) (bool, []error) {
+	wait := until.Sub(c.clock.Now())
+	if wait <= 0 {
+		return false, []error{}
+	}
+	wait = min(c.nodeTimeout, wait)
+	t := strconv.FormatUint(fence, 10)
+	callCtx, cancel := context.WithTimeout(ctx, wait)
+	r := quorum.Start(callCtx, &c.bg, len(c.nodes), func(ctx context.Context, i int) (struct{}, error) {
+		n, err := fenceScript.Run(ctx, c.nodes[i], []string{stored, fenceKey}, token, t).Int()
+		if err == nil && n == 0 {
+			err = errNotOwner
+		}
+		return struct{}{}, err
+	})
+	out := decide(c, ctx, r, wait)
+	drain(c, r, out, cancel, nil)
+	if out.Quorum {
+		return true, nil
+	}
+	return false, nodeErrors(c, ctx, out, wait)
 }
 
 // decide waits for the round's verdict, at most wait and while ctx lives.

@@ -193,7 +193,9 @@ func TestTokensAreUnique(t *testing.T) {
 	_, c := cluster(t, 3)
 	seen := map[string]bool{}
 	for range 200 {
-		l, err := c.TryLock(context.Background(), "k", time.Second)
+		// Lock, not TryLock: an Unlock returns at a quorum, and the last node's release may
+		// still be on its way when the next attempt arrives.
+		l, err := c.Lock(context.Background(), "k", time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -223,6 +224,23 @@ func (s *Server) kill() {
 	}
 	cmd.Process.Kill()
 	<-exited
+}
+
+// RestartEmpty kills the process and starts a new one on the same address with its data
+// directory emptied: everything it held is lost, whatever its persistence.
+func (s *Server) RestartEmpty(t testing.TB) {
+	t.Helper()
+	s.kill()
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Restart(t)
 }
 
 // Restart kills the process and starts a new one on the same address with the same options:
