@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -507,3 +508,26 @@ func TestStatusWrongPassword(t *testing.T) {
 }
 
 func jsonDecode(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// With --fence the command finds the lock's fencing token in REDLOCK_FENCE, larger at every
+// acquisition; without it, REDLOCK_FENCE is not set, even when the caller had it.
+func TestExecFence(t *testing.T) {
+	c := startCluster(t)
+	env := []string{"REDLOCK_NODES=" + c.nodes, "REDLOCK_FENCE=1"}
+	var last uint64
+	for i := range 3 {
+		code, stdout, stderr := runCmd(t, env, "exec", "--key", "k", "--fence", "--", "sh", "-c", `echo "$REDLOCK_FENCE"`)
+		if code != 0 {
+			t.Fatalf("exit %d\nstderr: %s", code, stderr)
+		}
+		f, err := strconv.ParseUint(strings.TrimSpace(stdout), 10, 64)
+		if err != nil || f <= last {
+			t.Fatalf("run %d: REDLOCK_FENCE=%q after %d: want a larger token", i, stdout, last)
+		}
+		last = f
+	}
+	code, stdout, _ := runCmd(t, env, "exec", "--key", "k", "--", "sh", "-c", `echo "fence=${REDLOCK_FENCE-unset}"`)
+	if code != 0 || stdout != "fence=unset\n" {
+		t.Fatalf("without --fence: exit %d, %q", code, stdout)
+	}
+}

@@ -42,12 +42,15 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ttl := fs.Duration("ttl", 10*time.Second, "the lock's time to live; it is extended by as much whenever a third of it is left")
 	wait := fs.Duration("wait", 0, "how long to wait for the lock; 0 makes one attempt")
 	grace := fs.Duration("grace", 10*time.Second, "after the lock is lost, how long the command has between SIGTERM and SIGKILL")
+	fence := fs.Bool("fence", false, "acquire with a fencing token (one more round trip) and give it to the command in $REDLOCK_FENCE")
 	verbose := fs.Bool("verbose", false, "report acquisition, loss and release on stderr")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: redlock exec --nodes URL,URL,... --key NAME [flags] -- COMMAND [ARG...]\n\n"+
 			"Acquires the lock on a quorum of the nodes, runs COMMAND while keeping the lock extended, and\n"+
 			"releases it when COMMAND ends. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after\n"+
-			"--grace. Signals sent to redlock exec are passed on to COMMAND.\n\n"+
+			"--grace. Signals sent to redlock exec are passed on to COMMAND. With --fence, COMMAND finds\n"+
+			"the lock's fencing token in $REDLOCK_FENCE: hand it to the resource so that it can refuse a\n"+
+			"holder whose lock has expired.\n\n"+
 			"Exit status: COMMAND's (128+n when killed by signal n); 75 when the lock was not acquired\n"+
 			"within --wait; 77 when too many nodes refused the credentials or failed TLS verification;\n2 for bad flags or URLs; "+
 			"126/127 when COMMAND could not be run or found.\n\n")
@@ -93,7 +96,11 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := preflight(ctx, cs, nodes, nf.nodeTimeout, stderr); !ok {
 		return code
 	}
-	locker, err := redlock.New(cs, redlock.WithNodeTimeout(nf.nodeTimeout), redlock.WithKeyPrefix(nf.prefix))
+	opts := []redlock.Option{redlock.WithNodeTimeout(nf.nodeTimeout), redlock.WithKeyPrefix(nf.prefix)}
+	if *fence {
+		opts = append(opts, redlock.WithFencing())
+	}
+	locker, err := redlock.New(cs, opts...)
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -129,6 +136,9 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitSoftware
 	}
 	logf("acquired %q on a quorum of %d nodes, valid for %v", nf.key, len(nodes), time.Until(lock.Until()).Round(time.Millisecond))
+	if *fence {
+		logf("fencing token %d", lock.Fence())
+	}
 
 	defer func() {
 		// Released whatever ended the command, on a context of its own.
