@@ -526,7 +526,22 @@ func TestExecFence(t *testing.T) {
 		}
 		last = f
 	}
-	code, stdout, _ := runCmd(t, env, "exec", "--key", "k", "--", "sh", "-c", `echo "fence=${REDLOCK_FENCE-unset}"`)
+	// status shows the counter on the nodes the last acquisition's round 2 reached: a quorum.
+	var st lockStatus
+	code, stdout, _ := runCmd(t, env, "status", "--key", "k", "-json")
+	if err := jsonDecode(stdout, &st); err != nil || code != 0 {
+		t.Fatalf("status: exit %d, %v:\n%s", code, err, stdout)
+	}
+	at := 0
+	for _, n := range st.Nodes {
+		if n.Fence == last {
+			at++
+		}
+	}
+	if at < st.Quorum {
+		t.Fatalf("fencing counter %d on %d nodes, want a quorum:\n%s", last, at, stdout)
+	}
+	code, stdout, _ = runCmd(t, env, "exec", "--key", "k", "--", "sh", "-c", `echo "fence=${REDLOCK_FENCE-unset}"`)
 	if code != 0 || stdout != "fence=unset\n" {
 		t.Fatalf("without --fence: exit %d, %q", code, stdout)
 	}

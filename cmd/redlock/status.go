@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -21,6 +23,7 @@ type nodeStatus struct {
 	Held      bool   `json:"held"`
 	TTLMillis int64  `json:"ttl_ms,omitempty"`  // remaining; -1 when the key has no expiry
 	Holder    string `json:"holder,omitempty"`  // the token, shortened
+	Fence     uint64 `json:"fence,omitempty"`   // the key's fencing counter on the node (redlock exec --fence)
 	Refused   bool   `json:"refused,omitempty"` // the node refused the credentials
 	Error     string `json:"error,omitempty"`
 
@@ -143,21 +146,23 @@ func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stor
 func inspectNode(ctx context.Context, c redis.UniversalClient, stored string, timeout time.Duration) nodeStatus {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var get *redis.StringCmd
+	var get, fence *redis.StringCmd
 	var pttl *redis.DurationCmd
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, stored)
 		pttl = p.PTTL(ctx, stored)
+		fence = p.Get(ctx, "fence:{"+stored+"}") // the library's counter for fenced locks
 		return nil
 	})
-	if errors.Is(err, redis.Nil) {
-		return nodeStatus{Reachable: true}
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nodeStatus{Error: err.Error(), Refused: authFailure(err)}
 	}
+	f, _ := strconv.ParseUint(fence.Val(), 10, 64)
+	if errors.Is(get.Err(), redis.Nil) {
+		return nodeStatus{Reachable: true, Fence: f}
+	}
 	tok := get.Val()
-	ns := nodeStatus{Reachable: true, Held: true, Holder: shorten(tok), token: tok}
+	ns := nodeStatus{Reachable: true, Held: true, Holder: shorten(tok), token: tok, Fence: f}
 	if d := pttl.Val(); d >= 0 {
 		ns.TTLMillis = max(d.Milliseconds(), 1) // a key about to expire still shows as held
 	} else {
@@ -177,8 +182,13 @@ func shorten(tok string) string {
 
 func printStatus(w io.Writer, st lockStatus) {
 	fmt.Fprintf(w, "key %q on %d nodes, quorum %d\n", st.Key, len(st.Nodes), st.Quorum)
+	fenced := slices.ContainsFunc(st.Nodes, func(n nodeStatus) bool { return n.Fence != 0 })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tURL\tSTATE\tTTL\tHOLDER")
+	if fenced {
+		fmt.Fprintln(tw, "NODE\tURL\tSTATE\tTTL\tHOLDER\tFENCE")
+	} else {
+		fmt.Fprintln(tw, "NODE\tURL\tSTATE\tTTL\tHOLDER")
+	}
 	var errs []string
 	for _, n := range st.Nodes {
 		state, ttl, holder := "free", "-", "-"
@@ -193,6 +203,14 @@ func printStatus(w io.Writer, st lockStatus) {
 			state, ttl, holder = "held", "none", n.Holder
 		case n.Held:
 			state, ttl, holder = "held", (time.Duration(n.TTLMillis) * time.Millisecond).String(), n.Holder
+		}
+		if fenced {
+			fence := "-"
+			if n.Fence != 0 {
+				fence = strconv.FormatUint(n.Fence, 10)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", n.Node, n.URL, state, ttl, holder, fence)
+			continue
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", n.Node, n.URL, state, ttl, holder)
 	}
