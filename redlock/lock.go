@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
-	"github.com/quorumlock/redlock/quorum"
 )
 
 // A Lock is one acquisition of a key. Its methods are safe for concurrent use.
@@ -141,16 +140,13 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
 	until := clock.Deadline(start, ttl, c.driftFactor)
 	wait := min(c.nodeTimeout, until.Sub(start))
-	callCtx, cancel := context.WithTimeout(ctx, wait)
-	r := quorum.Start(callCtx, &c.bg, len(c.nodes), func(ctx context.Context, i int) (struct{}, error) {
+	out := ask(c, ctx, wait, func(ctx context.Context, i int) (struct{}, error) {
 		n, err := extendScript.Run(ctx, c.nodes[i], []string{l.stored}, l.token, ms).Int()
 		if err == nil && n == 0 {
 			err = errNotOwner
 		}
 		return struct{}{}, err
 	})
-	out := decide(c, ctx, r, wait)
-	drain(c, r, out, cancel, nil)
 	now := c.clock.Now()
 
 	l.mu.Lock()
@@ -193,12 +189,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	defer c.leave()
 
 	ctx = context.WithoutCancel(ctx)
-	callCtx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-	r := quorum.Start(callCtx, &c.bg, len(c.nodes), func(ctx context.Context, i int) (struct{}, error) {
+	out := ask(c, ctx, c.nodeTimeout, func(ctx context.Context, i int) (struct{}, error) {
 		return struct{}{}, c.release(ctx, i, l.stored, l.token, c.channel)
 	})
-	out := decide(c, ctx, r, c.nodeTimeout)
-	drain(c, r, out, cancel, nil)
 	if out.Quorum {
 		return nil
 	}

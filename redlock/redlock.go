@@ -419,20 +419,27 @@ func (c *Client) fenceRound(ctx context.Context, stored, fenceKey, token string,
 	}
 	wait = min(c.nodeTimeout, wait)
 	t := strconv.FormatUint(fence, 10)
-	callCtx, cancel := context.WithTimeout(ctx, wait)
-	r := quorum.Start(callCtx, &c.bg, len(c.nodes), func(ctx context.Context, i int) (struct{}, error) {
+	out := ask(c, ctx, wait, func(ctx context.Context, i int) (struct{}, error) {
 		n, err := fenceScript.Run(ctx, c.nodes[i], []string{stored, fenceKey}, token, t).Int()
 		if err == nil && n == 0 {
 			err = errNotOwner
 		}
 		return struct{}{}, err
 	})
-	out := decide(c, ctx, r, wait)
-	drain(c, r, out, cancel, nil)
 	if out.Quorum {
 		return true, nil
 	}
 	return false, nodeErrors(c, ctx, out, wait)
+}
+
+// ask sends call to every node at once and returns the decision, waiting at most wait and while
+// ctx lives; replies after the decision are drained by the Client.
+func ask[T any](c *Client, ctx context.Context, wait time.Duration, call func(ctx context.Context, node int) (T, error)) quorum.Outcome[T] {
+	callCtx, cancel := context.WithTimeout(ctx, wait)
+	r := quorum.Start(callCtx, &c.bg, len(c.nodes), call)
+	out := decide(c, ctx, r, wait)
+	drain(c, r, out, cancel, nil)
+	return out
 }
 
 // decide waits for the round's verdict, at most wait and while ctx lives.
