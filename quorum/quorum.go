@@ -52,6 +52,8 @@ type Outcome[T any] struct {
 	Replies []Reply[T]
 	// Pending are the nodes that had not replied, in ascending order.
 	Pending []int
+	// Stopped reports that done or deadline ended the wait, rather than the replies.
+	Stopped bool
 }
 
 // Decide reads replies until need of them succeeded, until so many failed that need is out of
@@ -73,9 +75,9 @@ func (r *Round[T]) Decide(need int, done <-chan struct{}, deadline <-chan time.T
 				failed++
 			}
 		case <-done:
-			failed = n // everyone still out counts as failed
+			failed, out.Stopped = n, true // everyone still out counts as failed
 		case <-deadline:
-			failed = n
+			failed, out.Stopped = n, true
 		}
 	}
 	out.Quorum = ok >= need

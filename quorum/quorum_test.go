@@ -82,6 +82,9 @@ func TestDecideDoesNotWaitForStragglers(t *testing.T) {
 				return i, nil
 			})
 			out := r.Decide(3, nil, nil)
+			if out.Stopped {
+				t.Fatal("Stopped without a stop")
+			}
 			if out.Quorum != tc.wantQuorum {
 				t.Fatalf("Quorum = %v, want %v", out.Quorum, tc.wantQuorum)
 			}
@@ -115,8 +118,8 @@ func TestDecideStops(t *testing.T) {
 	stop := make(chan struct{})
 	close(stop)
 	out := r.Decide(2, stop, nil)
-	if out.Quorum {
-		t.Fatal("Quorum after stop with one reply of three")
+	if out.Quorum || !out.Stopped {
+		t.Fatalf("after stop with one reply of three: Quorum %v, Stopped %v", out.Quorum, out.Stopped)
 	}
 	close(release)
 	n := 0

@@ -66,7 +66,7 @@ func ExampleClient_TryLock() {
 	defer locker.Close()
 	ctx := context.Background()
 
-	first, _ := locker.TryLock(ctx, "report", 10*time.Second)
+	first, _ := locker.Lock(ctx, "report", 10*time.Second)
 	_, err := locker.TryLock(ctx, "report", 10*time.Second)
 	fmt.Println("second attempt:", errors.Is(err, redlock.ErrNotAcquired))
 

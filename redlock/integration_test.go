@@ -16,11 +16,13 @@ import (
 )
 
 // realCluster starts five redis-server processes and a Client over go-redis clients built with
-// go-redis's defaults, as users build them.
+// go-redis's defaults, as users build them. The node timeout is a generous second (a loaded CI
+// machine must not fail a test by missing 100ms) unless opts set another.
 func realCluster(t *testing.T, opts ...redlock.Option) ([]*redistest.Server, []redis.UniversalClient, *redlock.Client) {
 	t.Helper()
 	ss := redistest.StartN(t, 5)
 	nodes := redistest.Clients(t, redistest.Addrs(ss)...)
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)
 	c, err := redlock.New(nodes, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +174,7 @@ func TestRealServersCancelledAttemptLeavesNoKey(t *testing.T) {
 // with ErrNotHeld and leave the new holder's key alone.
 func TestRealServersExpiredLockTakenOver(t *testing.T) {
 	_, nodes, c := realCluster(t)
-	other, err := redlock.New(nodes)
+	other, err := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

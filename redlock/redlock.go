@@ -495,8 +495,12 @@ func nodeErrors[T any](c *Client, ctx context.Context, out quorum.Outcome[T], wa
 	}
 	for _, i := range out.Pending {
 		err := ctx.Err()
-		if err == nil {
+		switch {
+		case err != nil:
+		case out.Stopped:
 			err = fmt.Errorf("no reply within %v", wait)
+		default:
+			err = errors.New("no reply before the others decided")
 		}
 		errs = append(errs, &NodeError{Node: i, Addr: c.addrs[i], Err: err})
 	}
