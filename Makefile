@@ -3,12 +3,12 @@
 GO ?= go
 GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
-.PHONY: help test lint cover
+.PHONY: help test lint cover bench bench-check
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-test: lint ## vet, gofmt, then every test with -race (needs redis-server: a missing one fails)
+test: lint bench-check ## vet, gofmt, then every test with -race (needs redis-server: a missing one fails)
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
 
 lint: ## go vet and a gofmt check
@@ -18,3 +18,6 @@ lint: ## go vet and a gofmt check
 cover: ## tests with a coverage profile, summarised per function
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 -coverprofile=cover.out ./...
 	$(GO) tool cover -func=cover.out | tail -1
+
+bench-check: ## vet and compile the bench module (its own go.mod) without running a benchmark
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./...

@@ -1,0 +1,252 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Every case runs each library as a sub-benchmark named impl=<library>, so that
+// `benchstat -col /impl` sets them side by side.
+
+var (
+	quorumImpls = []impl{implFloor, implOurs, implRedsync, implRedsyncFailFast}
+	allImpls    = append(slices.Clone(quorumImpls), implRedislock)
+)
+
+// 1. Uncontended Lock+Unlock on 5 local nodes, one caller after another and in parallel
+// (GOMAXPROCS goroutines, a key each).
+func BenchmarkUncontended(b *testing.B) {
+	for _, mode := range []string{"serial", "parallel"} {
+		b.Run("mode="+mode, func(b *testing.B) {
+			for _, im := range allImpls {
+				b.Run("impl="+im.name, func(b *testing.B) {
+					l := im.make(b, clients(b, addrs(b, 5, false)))
+					defer l.close()
+					if mode == "serial" {
+						serial(b, l)
+					} else {
+						parallel(b, l)
+					}
+				})
+			}
+		})
+	}
+}
+
+// 2. Five nodes, node 0 behind a proxy that delays every byte 20 ms each way: a library that
+// waits for every node pays 40 ms a call; one that decides at a majority need not.
+func BenchmarkSlowNode(b *testing.B) {
+	for _, im := range quorumImpls {
+		b.Run("impl="+im.name, func(b *testing.B) {
+			l := im.make(b, clients(b, addrs(b, 5, true)))
+			defer l.close()
+			keys := make([]string, b.N) // a key an iteration: a late unlock on the slow node never meets the next lock
+			for i := range keys {
+				keys[i] = newKey()
+			}
+			lockLat := make([]time.Duration, 0, b.N)
+			unlockLat := make([]time.Duration, 0, b.N)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				h, err := l.lock(ctx, keys[i])
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if err := l.unlock(ctx, h); err != nil {
+					b.Fatal(err)
+				}
+				lockLat = append(lockLat, t1.Sub(t0))
+				unlockLat = append(unlockLat, time.Since(t1))
+			}
+			b.StopTimer()
+			reportLatency(b, "lock-", lockLat)
+			reportLatency(b, "unlock-", unlockLat)
+		})
+	}
+}
+
+// contendWindow is how long the contended case runs: 8 goroutines take and release one key
+// for this long; every acquisition is one op.
+const (
+	contenders    = 8
+	contendWindow = 2 * time.Second
+)
+
+// 3. Contended: 8 goroutines on one key for a fixed window, each locking again as soon as it
+// released. Reported: acquisitions/s, and the wait (from wanting the lock to holding it,
+// across failed Lock calls) at p50, p99 and max; max includes waits still unfinished when the
+// window closed. Run with -benchtime=1x: one window an op.
+func BenchmarkContended(b *testing.B) {
+	for _, im := range []impl{implOurs, implRedsync, implRedsyncFailFast} {
+		b.Run("impl="+im.name, func(b *testing.B) {
+			l := im.make(b, clients(b, addrs(b, 5, false)))
+			defer l.close()
+			var acquired, failed int
+			var waits []time.Duration
+			var longest time.Duration
+			for range b.N {
+				r := contend(l, newKey())
+				acquired += len(r.waits)
+				failed += r.failed
+				waits = append(waits, r.waits...)
+				longest = max(longest, r.unfinished)
+			}
+			b.StopTimer()
+			if acquired == 0 {
+				b.Fatal("no acquisition in the window")
+			}
+			window := time.Duration(b.N) * contendWindow
+			b.ReportMetric(float64(window.Nanoseconds())/float64(acquired), "ns/op")
+			b.ReportMetric(float64(acquired)/window.Seconds(), "acq/s")
+			b.ReportMetric(float64(failed)/window.Seconds(), "failed-locks/s")
+			slices.Sort(waits)
+			b.ReportMetric(us(percentile(waits, 0.50)), "wait-p50-us")
+			b.ReportMetric(us(percentile(waits, 0.99)), "wait-p99-us")
+			b.ReportMetric(us(max(waits[len(waits)-1], longest)), "wait-max-us")
+		})
+	}
+}
+
+type contention struct {
+	waits      []time.Duration // one an acquisition
+	failed     int             // Lock calls that gave up (redsync after its 32 tries)
+	unfinished time.Duration   // the longest wait cut off by the end of the window
+}
+
+func contend(l locker, key string) contention {
+	ctx, cancel := context.WithTimeout(context.Background(), contendWindow)
+	defer cancel()
+	var mu sync.Mutex
+	var r contention
+	var wg sync.WaitGroup
+	for range contenders {
+		wg.Go(func() {
+			waits := make([]time.Duration, 0, 4096)
+			failed := 0
+			want := time.Now()
+			for ctx.Err() == nil {
+				h, err := l.lock(ctx, key)
+				if err != nil {
+					if ctx.Err() == nil {
+						failed++
+					}
+					continue
+				}
+				waits = append(waits, time.Since(want))
+				l.unlock(context.Background(), h)
+				want = time.Now()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			r.waits = append(r.waits, waits...)
+			r.failed += failed
+			r.unfinished = max(r.unfinished, time.Since(want))
+		})
+	}
+	wg.Wait()
+	return r
+}
+
+// 4. Uncontended serial Lock+Unlock on N = 3, 5 and 7 local nodes: how the cost grows with N.
+func BenchmarkNodes(b *testing.B) {
+	for _, n := range []int{3, 5, 7} {
+		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
+			for _, im := range []impl{implFloor, implOurs, implRedsync} {
+				b.Run("impl="+im.name, func(b *testing.B) {
+					l := im.make(b, clients(b, addrs(b, n, false)))
+					defer l.close()
+					serial(b, l)
+				})
+			}
+		})
+	}
+}
+
+// serial locks and unlocks one key b.N times, reporting allocations and the latency of each
+// Lock+Unlock at p50 and p99.
+func serial(b *testing.B, l locker) {
+	ctx := context.Background()
+	key := newKey()
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		h, err := l.lock(ctx, key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.unlock(ctx, h); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	reportLatency(b, "", lat)
+}
+
+// parallel is serial from GOMAXPROCS goroutines at once, each on a key of its own.
+func parallel(b *testing.B, l locker) {
+	ctx := context.Background()
+	prefix := newKey()
+	lats := make([][]time.Duration, runtime.GOMAXPROCS(0)) // RunParallel's goroutine count
+	for i := range lats {
+		lats[i] = make([]time.Duration, 0, b.N)
+	}
+	var next atomic.Int32
+	var firstErr atomic.Pointer[error]
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		id := int(next.Add(1)) - 1
+		key := prefix + ":" + strconv.Itoa(id)
+		lat := lats[id]
+		for pb.Next() {
+			t0 := time.Now()
+			h, err := l.lock(ctx, key)
+			if err == nil {
+				err = l.unlock(ctx, h)
+			}
+			if err != nil {
+				firstErr.CompareAndSwap(nil, &err)
+				return
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		lats[id] = lat
+	})
+	b.StopTimer()
+	if p := firstErr.Load(); p != nil {
+		b.Fatal(*p)
+	}
+	reportLatency(b, "", slices.Concat(lats...))
+}
+
+// reportLatency sorts lat and reports its p50 and p99 in microseconds.
+func reportLatency(b *testing.B, prefix string, lat []time.Duration) {
+	if len(lat) == 0 {
+		b.Fatal(errors.New("no latency recorded"))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(us(percentile(lat, 0.50)), prefix+"p50-us")
+	b.ReportMetric(us(percentile(lat, 0.99)), prefix+"p99-us")
+}
+
+// percentile returns the q-quantile of sorted (nearest rank).
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
