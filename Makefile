@@ -3,7 +3,7 @@
 GO ?= go
 GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
-.PHONY: help test lint cover bench bench-check
+.PHONY: help test lint cover bench bench-check bench-report
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -21,3 +21,9 @@ cover: ## tests with a coverage profile, summarised per function
 
 bench-check: ## vet and compile the bench module (its own go.mod) without running a benchmark
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./...
+
+bench: ## benchmarks beside redsync and redislock in interleaved rounds; writes bench/BENCHMARKS.md (~6 min)
+	cd bench && GO=$(GO) ./run.sh
+
+bench-report: ## rewrite bench/BENCHMARKS.md from the results of the last make bench, running nothing
+	cd bench && $(GO) run ./cmd/benchreport -dir results -notes limits.md -out BENCHMARKS.md -svg chart.svg
