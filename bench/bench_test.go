@@ -47,10 +47,7 @@ func BenchmarkSlowNode(b *testing.B) {
 		b.Run("impl="+im.name, func(b *testing.B) {
 			l := im.make(b, clients(b, addrs(b, 5, true)))
 			defer l.close()
-			keys := make([]string, b.N) // a key an iteration: a late unlock on the slow node never meets the next lock
-			for i := range keys {
-				keys[i] = newKey()
-			}
+			keys := newKeys(b.N)
 			lockLat := make([]time.Duration, 0, b.N)
 			unlockLat := make([]time.Duration, 0, b.N)
 			var errs failures
@@ -197,18 +194,29 @@ func BenchmarkNodes(b *testing.B) {
 	}
 }
 
-// serial locks and unlocks one key b.N times, reporting allocations and the latency of each
-// Lock+Unlock at p50 and p99.
+// newKeys returns n keys no other benchmark uses. Every operation of an uncontended case
+// takes a key of its own, so that the releases a library leaves in flight when Unlock
+// returns (on the nodes beyond the majority) never meet the next operation's SET NX.
+func newKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = newKey()
+	}
+	return keys
+}
+
+// serial locks and unlocks a fresh key b.N times, reporting allocations and the latency of
+// each Lock+Unlock at p50 and p99.
 func serial(b *testing.B, l locker) {
 	ctx := context.Background()
-	key := newKey()
+	keys := newKeys(b.N)
 	lat := make([]time.Duration, 0, b.N)
 	var errs failures
 	b.ReportAllocs()
 	b.ResetTimer()
-	for range b.N {
+	for i := range b.N {
 		t0 := time.Now()
-		h, err := l.lock(ctx, key)
+		h, err := l.lock(ctx, keys[i])
 		if err == nil {
 			err = l.unlock(ctx, h)
 		}
@@ -220,10 +228,11 @@ func serial(b *testing.B, l locker) {
 	reportLatency(b, "", lat)
 }
 
-// parallel is serial from GOMAXPROCS goroutines at once, each on a key of its own.
+// parallel is serial from GOMAXPROCS goroutines at once.
 func parallel(b *testing.B, l locker) {
 	ctx := context.Background()
-	prefix := newKey()
+	keys := newKeys(b.N)
+	var taken atomic.Int64                                 // keys handed out
 	lats := make([][]time.Duration, runtime.GOMAXPROCS(0)) // RunParallel's goroutine count
 	for i := range lats {
 		lats[i] = make([]time.Duration, 0, b.N)
@@ -235,10 +244,10 @@ func parallel(b *testing.B, l locker) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		id := int(next.Add(1)) - 1
-		key := prefix + ":" + strconv.Itoa(id)
 		lat := lats[id]
 		var mine failures
 		for pb.Next() {
+			key := keys[taken.Add(1)-1] // pb.Next hands out b.N iterations in all
 			t0 := time.Now()
 			h, err := l.lock(ctx, key)
 			if err == nil {
