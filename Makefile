@@ -19,8 +19,8 @@ cover: ## tests with a coverage profile, summarised per function
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 -coverprofile=cover.out ./...
 	$(GO) tool cover -func=cover.out | tail -1
 
-bench-check: ## vet and compile the bench module (its own go.mod) without running a benchmark
-	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./...
+bench-check: ## vet and compile the bench module (its own go.mod), test its delay proxy; runs no benchmark
+	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -run '^TestDelayProxy$$' ./...
 
 bench: ## benchmarks beside redsync and redislock in interleaved rounds; writes bench/BENCHMARKS.md (~6 min)
 	cd bench && GO=$(GO) ./run.sh
