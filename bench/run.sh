@@ -25,6 +25,7 @@ $GO test -c -o "$tmp/bench.test" .
 
 raw=results/raw.txt
 : >"$raw"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq 1 "$ROUNDS"); do
 	echo "round $round of $ROUNDS" >&2
 	for ((i = 0; i < ${#cases[@]}; i += 2)); do
@@ -41,6 +42,8 @@ done
 	echo "go: $($GO version)"
 	echo "redis: $(redis-server --version)"
 	$GO list -m -f 'module: {{.Path}} {{.Version}}' github.com/go-redsync/redsync/v4 github.com/bsm/redislock github.com/redis/go-redis/v9
+	echo "load average (1, 5, 15 min) before: $load_before"
+	echo "load average (1, 5, 15 min) after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "rounds: $ROUNDS"
 	for ((i = 0; i < ${#cases[@]}; i += 2)); do echo "benchtime: ${cases[i]} ${cases[i + 1]}"; done
 } >results/machine.txt

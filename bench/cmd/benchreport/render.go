@@ -109,8 +109,9 @@ func render(r results, machine, stat, limits, svg string) string {
 	p("\n## What runs\n\n")
 	p("Five (three, five, seven for case 4) local `redis-server` processes on loopback ports, ")
 	p("started by the benchmark; go-redis v9 clients with go-redis's defaults, new ones for each ")
-	p("library; a TTL of 8 s (redsync's default) everywhere; one key an iteration or one key a ")
-	p("goroutine, always free in the uncontended cases.\n\n")
+	p("library; a TTL of 8 s (redsync's default) everywhere; a fresh key for every operation of ")
+	p("the uncontended cases (made before the timer starts), one key for the whole window of the ")
+	p("contended case.\n\n")
 	p("- **floor**: the least work any go-redis Redlock must do, written in `bench/floor_test.go`: ")
 	p("`SET NX PX` to every node at once (a goroutine each), a decision at the first majority, ")
 	p("`EVALSHA` compare-and-delete on the nodes taken (late ones once their reply comes). No ")
@@ -135,7 +136,7 @@ func render(r results, machine, stat, limits, svg string) string {
 	p("## Medians\n\n")
 	for _, c := range []struct{ name, title string }{
 		{caseSerial, "1. Uncontended Lock+Unlock, serial, 5 nodes"},
-		{caseParallel, "1. Uncontended Lock+Unlock, parallel (GOMAXPROCS goroutines, a key each), 5 nodes"},
+		{caseParallel, "1. Uncontended Lock+Unlock, parallel (RunParallel, GOMAXPROCS goroutines), 5 nodes"},
 	} {
 		p("### %s\n\n", c.title)
 		t.header("library", "time/op", "allocs/op", "B/op", "p50", "p99", "time × floor", "time × redsync", "failed ops", "rounds")
