@@ -27,29 +27,26 @@ type locker interface {
 type impl struct {
 	name string
 	make func(b *testing.B, nodes []redis.UniversalClient) locker
-	// quorum is false for a single-node lock, which only runs where the node count is not the
-	// point (the uncontended cases, for scale).
-	quorum bool
 }
 
 var (
-	implFloor = impl{"floor", newFloorLocker, true}
+	implFloor = impl{"floor", newFloorLocker}
 	implOurs  = impl{"redlock", func(b *testing.B, nodes []redis.UniversalClient) locker {
 		c, err := redlock.New(nodes)
 		if err != nil {
 			b.Fatal(err)
 		}
 		return ours{c}
-	}, true}
+	}}
 	implRedsync = impl{"redsync", func(b *testing.B, nodes []redis.UniversalClient) locker {
 		return newRedsync(nodes)
-	}, true}
+	}}
 	implRedsyncFailFast = impl{"redsync-failfast", func(b *testing.B, nodes []redis.UniversalClient) locker {
 		return newRedsync(nodes, redsync.WithFailFast(true))
-	}, true}
+	}}
 	implRedislock = impl{"redislock-1node", func(b *testing.B, nodes []redis.UniversalClient) locker {
 		return redislockLocker{redislock.New(nodes[0])}
-	}, false}
+	}}
 )
 
 // ours is this library with its default options.
