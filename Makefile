@@ -3,12 +3,12 @@
 GO ?= go
 GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
-.PHONY: help test lint cover
+.PHONY: help test lint cover bench bench-check bench-report
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-test: lint ## vet, gofmt, then every test with -race (needs redis-server: a missing one fails)
+test: lint bench-check ## vet, gofmt, then every test with -race (needs redis-server: a missing one fails)
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
 
 lint: ## go vet and a gofmt check
@@ -18,3 +18,12 @@ lint: ## go vet and a gofmt check
 cover: ## tests with a coverage profile, summarised per function
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 -coverprofile=cover.out ./...
 	$(GO) tool cover -func=cover.out | tail -1
+
+bench-check: ## vet and compile the bench module (its own go.mod), test its delay proxy; runs no benchmark
+	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -run '^TestDelayProxy$$' ./...
+
+bench: ## benchmarks beside redsync and redislock in interleaved rounds; writes bench/BENCHMARKS.md (~6 min)
+	cd bench && GO=$(GO) ./run.sh
+
+bench-report: ## rewrite bench/BENCHMARKS.md from the results of the last make bench, running nothing
+	cd bench && $(GO) run ./cmd/benchreport -dir results -notes limits.md -out BENCHMARKS.md -svg chart.svg

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The cases as bench_test.go names them.
+const (
+	caseSerial     = "BenchmarkUncontended/mode=serial"
+	caseParallel   = "BenchmarkUncontended/mode=parallel"
+	caseSlow       = "BenchmarkSlowNode"
+	caseContended  = "BenchmarkContended/clients=1" // the targets' case: one process
+	caseContended8 = "BenchmarkContended/clients=8"
+)
+
+func caseNodes(n int) string { return fmt.Sprintf("BenchmarkNodes/n=%d", n) }
+
+const (
+	floor   = "floor"
+	ours    = "redlock"
+	redsync = "redsync"
+)
+
+var implOrder = []string{floor, ours, redsync, "redsync-failfast", "redislock-1node"}
+
+// impls returns the impls the case has results for, in the page's order.
+func (r results) impls(c string) []string {
+	var out []string
+	for _, im := range implOrder {
+		if _, ok := r[c][im]; ok {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+// cell formats the median of a unit, "n/a" when there is none.
+func (r results) cell(c, impl, unit string, format func(float64) string) string {
+	v, ok := r.median(c, impl, unit)
+	if !ok {
+		return "n/a"
+	}
+	return format(v)
+}
+
+// ratio formats median(c, a)/median(c, b) of a unit.
+func (r results) ratio(c, a, b, unit string) (float64, string) {
+	x, ok1 := r.median(c, a, unit)
+	y, ok2 := r.median(c, b, unit)
+	if !ok1 || !ok2 || y == 0 {
+		return 0, "n/a"
+	}
+	return x / y, fmt.Sprintf("%.2f×", x/y)
+}
+
+// us formats microseconds, switching to ms and s where that reads better.
+func us(v float64) string {
+	switch {
+	case v < 10_000:
+		return fmt.Sprintf("%.0f µs", v)
+	case v < 10_000_000:
+		return fmt.Sprintf("%.1f ms", v/1000)
+	default:
+		return fmt.Sprintf("%.2f s", v/1e6)
+	}
+}
+
+func nsAsUS(v float64) string { return us(v / 1000) }
+func count(v float64) string  { return fmt.Sprintf("%.0f", v) }
+func share(v float64) string  { return fmt.Sprintf("%.2g%%", 100*v) }
+
+type tableWriter struct{ b *strings.Builder }
+
+func (t tableWriter) row(cells ...string) {
+	t.b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+}
+
+func (t tableWriter) header(cells ...string) {
+	t.row(cells...)
+	sep := make([]string, len(cells))
+	for i := range sep {
+		sep[i] = "---"
+	}
+	t.row(sep...)
+}
+
+func render(r results, machine, stat, limits, svg string) string {
+	var b strings.Builder
+	t := tableWriter{&b}
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+
+	p("# Benchmarks\n\n")
+	p("Written by `make bench` (`bench/run.sh`, then `bench/cmd/benchreport`) from one real run; ")
+	p("edit `bench/limits.md` or the generator, not this page. Every figure is the median over ")
+	p("the rounds of that run; the rounds interleave every case and library, so that noise on ")
+	p("the shared machine falls on all of them alike. The raw output is in ")
+	p("[`results/raw.txt`](results/raw.txt), benchstat's summary at the end of this page.\n\n")
+
+	p("## Machine and versions\n\n")
+	t.header("", "")
+	for line := range strings.Lines(machine) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		if ok {
+			t.row(k, "`"+v+"`")
+		}
+	}
+
+	p("\n## What runs\n\n")
+	p("Five (three, five, seven for case 4) local `redis-server` processes on loopback ports, ")
+	p("started by the benchmark; go-redis v9 clients with go-redis's defaults, new ones for each ")
+	p("library; a TTL of 8 s (redsync's default) everywhere; a fresh key for every operation of ")
+	p("the uncontended cases (made before the timer starts), one key for the whole window of the ")
+	p("contended case.\n\n")
+	p("- **floor**: the least work any go-redis Redlock must do, written in `bench/floor_test.go`: ")
+	p("`SET NX PX` to every node at once (a goroutine each), a decision at the first majority, ")
+	p("`EVALSHA` compare-and-delete on the nodes taken (late ones once their reply comes). No ")
+	p("per-node timeout, no retries, no error detail.\n")
+	p("- **redlock**: this library with its default options (`redlock.New(nodes)`), `Lock` and `Unlock`.\n")
+	p("- **redsync**: go-redsync/redsync v4 over its go-redis v9 pool, default options; ")
+	p("**redsync-failfast** adds `WithFailFast(true)` (return at a majority).\n")
+	p("- **redislock-1node**: bsm/redislock on one node, for scale: what a single-node lock costs.\n\n")
+	p("Latency percentiles come from each operation's duration, recorded in a slice allocated ")
+	p("before the timer starts. Allocations count the whole process during the timed loop, so ")
+	p("they include go-redis's own; in case 2 they also include the in-process delay proxy's ")
+	p("buffers for connections that go-redis opens during the run.\n\n")
+
+	p("## Targets\n\n")
+	t.header("target", "wanted", "measured", "")
+	for _, g := range targets(r) {
+		t.row(g.what, g.want, g.got, g.verdict())
+	}
+
+	p("\n## Chart\n\n![medians of the main cases](%s)\n\n", svg)
+
+	p("## Medians\n\n")
+	for _, c := range []struct{ name, title string }{
+		{caseSerial, "1. Uncontended Lock+Unlock, serial, 5 nodes"},
+		{caseParallel, "1. Uncontended Lock+Unlock, parallel (RunParallel, GOMAXPROCS goroutines), 5 nodes"},
+	} {
+		p("### %s\n\n", c.title)
+		t.header("library", "time/op", "allocs/op", "B/op", "p50", "p99", "time × floor", "time × redsync", "failed ops", "rounds")
+		for _, im := range r.impls(c.name) {
+			_, xf := r.ratio(c.name, im, floor, "ns/op")
+			_, xr := r.ratio(c.name, im, redsync, "ns/op")
+			t.row(im, r.cell(c.name, im, "ns/op", nsAsUS), r.cell(c.name, im, "allocs/op", count),
+				r.cell(c.name, im, "B/op", count), r.cell(c.name, im, "p50-us", us),
+				r.cell(c.name, im, "p99-us", us), xf, xr, r.cell(c.name, im, "errors/op", share),
+				fmt.Sprint(r.rounds(c.name, im)))
+		}
+		p("\n")
+	}
+
+	p("### 2. One node 20 ms away each direction (5 nodes, node 0 behind the delay proxy)\n\n")
+	t.header("library", "lock p50", "lock p99", "unlock p50", "unlock p99", "time/op",
+		"lock p50 × floor", "lock p99 × floor", "allocs/op", "failed ops")
+	for _, im := range r.impls(caseSlow) {
+		_, x50 := r.ratio(caseSlow, im, floor, "lock-p50-us")
+		_, x99 := r.ratio(caseSlow, im, floor, "lock-p99-us")
+		t.row(im, r.cell(caseSlow, im, "lock-p50-us", us), r.cell(caseSlow, im, "lock-p99-us", us),
+			r.cell(caseSlow, im, "unlock-p50-us", us), r.cell(caseSlow, im, "unlock-p99-us", us),
+			r.cell(caseSlow, im, "ns/op", nsAsUS), x50, x99, r.cell(caseSlow, im, "allocs/op", count),
+			r.cell(caseSlow, im, "errors/op", share))
+	}
+
+	p("\n### 3. Contended: 8 goroutines on one key for 2 s, locking again at once after each release\n\n")
+	p("The wait runs from wanting the lock to holding it, across failed `Lock` calls; its max ")
+	p("includes waits that the end of the window cut short. *One client*: the 8 goroutines share ")
+	p("one client of the library, as in one process (the targets' case); *8 clients*: each has ")
+	p("its own, over its own go-redis clients, as 8 processes would.\n\n")
+	t.header("library", "clients", "acquisitions/s", "wait p50", "wait p99", "wait max", "failed Lock calls/s")
+	for _, c := range []struct{ name, clients string }{{caseContended, "1"}, {caseContended8, "8"}} {
+		for _, im := range r.impls(c.name) {
+			t.row(im, c.clients, r.cell(c.name, im, "acq/s", count), r.cell(c.name, im, "wait-p50-us", us),
+				r.cell(c.name, im, "wait-p99-us", us), r.cell(c.name, im, "wait-max-us", us),
+				r.cell(c.name, im, "failed-locks/s", count))
+		}
+	}
+
+	p("\n### 4. Uncontended serial Lock+Unlock on N nodes\n\n")
+	t.header("library", "N = 3", "N = 5", "N = 7", "N = 7 ÷ N = 3", "allocs/op N = 3", "allocs/op N = 7")
+	for _, im := range r.impls(caseNodes(3)) {
+		v3, ok3 := r.median(caseNodes(3), im, "ns/op")
+		v7, ok7 := r.median(caseNodes(7), im, "ns/op")
+		grow := "n/a"
+		if ok3 && ok7 {
+			grow = fmt.Sprintf("%.2f×", v7/v3)
+		}
+		t.row(im, r.cell(caseNodes(3), im, "ns/op", nsAsUS), r.cell(caseNodes(5), im, "ns/op", nsAsUS),
+			r.cell(caseNodes(7), im, "ns/op", nsAsUS), grow,
+			r.cell(caseNodes(3), im, "allocs/op", count), r.cell(caseNodes(7), im, "allocs/op", count))
+	}
+
+	if limits != "" {
+		p("\n## What limits it\n\n%s", limits)
+		if !strings.HasSuffix(limits, "\n") {
+			p("\n")
+		}
+	}
+	p("\n## benchstat\n\n`benchstat -col /impl` over every round (columns compared with the floor):\n\n")
+	p("```\n%s```\n", stat)
+	return b.String()
+}
+
+// A goal is one of issue 5's targets, measured.
+type goal struct {
+	what, want, got string
+	met, known      bool
+}
+
+func (g goal) verdict() string {
+	switch {
+	case !g.known:
+		return "no data"
+	case g.met:
+		return "met"
+	default:
+		return "**missed**"
+	}
+}
+
+func targets(r results) []goal {
+	var gs []goal
+	ratioGoal := func(what, c, a, b, unit string, limit float64) {
+		x, s := r.ratio(c, a, b, unit)
+		gs = append(gs, goal{what: what, want: fmt.Sprintf("≤ %.2f×", limit), got: s, met: x <= limit, known: s != "n/a"})
+	}
+	for _, c := range []struct{ name, mode string }{{caseSerial, "serial"}, {caseParallel, "parallel"}} {
+		ratioGoal("uncontended "+c.mode+": time/op vs the floor", c.name, ours, floor, "ns/op", 1.05)
+		ratioGoal("uncontended "+c.mode+": time/op vs redsync", c.name, ours, redsync, "ns/op", 0.7)
+		ratioGoal("uncontended "+c.mode+": allocs/op vs the floor", c.name, ours, floor, "allocs/op", 1.0)
+	}
+	ratioGoal("one slow node: lock p50 vs the floor", caseSlow, ours, floor, "lock-p50-us", 1.3)
+	ratioGoal("one slow node: lock p99 vs the floor", caseSlow, ours, floor, "lock-p99-us", 1.3)
+
+	acq, ok1 := r.median(caseContended, ours, "acq/s")
+	peer, ok2 := r.median(caseContended, redsync, "acq/s")
+	gs = append(gs, goal{what: "contended: acquisitions/s vs redsync", want: "≥ 1.00×",
+		got: fmt.Sprintf("%.2f× (%.0f vs %.0f)", acq/peer, acq, peer), met: acq >= peer, known: ok1 && ok2 && peer > 0})
+	for _, w := range []struct {
+		unit  string
+		limit float64
+	}{{"wait-p99-us", 10_000}, {"wait-max-us", 100_000}} {
+		v, ok := r.median(caseContended, ours, w.unit)
+		gs = append(gs, goal{what: "contended: " + strings.TrimSuffix(w.unit, "-us"), want: "≤ " + us(w.limit),
+			got: us(v), met: v <= w.limit, known: ok})
+	}
+	v3, ok3 := r.median(caseNodes(3), ours, "ns/op")
+	v7, ok7 := r.median(caseNodes(7), ours, "ns/op")
+	gs = append(gs, goal{what: "N = 7 vs N = 3 (time/op)", want: "≤ 1.60×",
+		got: fmt.Sprintf("%.2f×", v7/v3), met: v7/v3 <= 1.6, known: ok3 && ok7 && v3 > 0})
+	return gs
+}
