@@ -35,11 +35,13 @@ type Round[T any] struct {
 // when told to, and a call that goes on anyway ends when call returns.
 func Start[T any](ctx context.Context, wg *sync.WaitGroup, n int, call func(ctx context.Context, node int) (T, error)) *Round[T] {
 	r := &Round[T]{replies: make(chan Reply[T], n), arrived: make([]bool, n), waiting: n}
+	wg.Add(n)
 	for i := range n {
-		wg.Go(func() {
+		go func() { // not wg.Go: its wrapper would cost an allocation a node
+			defer wg.Done()
 			v, err := call(ctx, i)
 			r.replies <- Reply[T]{Node: i, Value: v, Err: err}
-		})
+		}()
 	}
 	return r
 }
@@ -60,8 +62,8 @@ type Outcome[T any] struct {
 // reach, or until done is closed or deadline fires (nodes that have not replied by then count as
 // failed). Either channel may be nil.
 func (r *Round[T]) Decide(need int, done <-chan struct{}, deadline <-chan time.Time) Outcome[T] {
-	var out Outcome[T]
 	n := len(r.arrived)
+	out := Outcome[T]{Replies: make([]Reply[T], 0, n)}
 	ok, failed := 0, 0
 	for ok < need && failed <= n-need && r.waiting > 0 {
 		select {
@@ -81,6 +83,9 @@ func (r *Round[T]) Decide(need int, done <-chan struct{}, deadline <-chan time.T
 		}
 	}
 	out.Quorum = ok >= need
+	if r.waiting > 0 {
+		out.Pending = make([]int, 0, r.waiting)
+	}
 	for i, got := range r.arrived {
 		if !got {
 			out.Pending = append(out.Pending, i)

@@ -140,8 +140,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
 	until := clock.Deadline(start, ttl, c.driftFactor)
 	wait := min(c.nodeTimeout, until.Sub(start))
+	keys, args := []string{l.stored}, []any{l.token, ms}
 	out := ask(c, ctx, wait, func(ctx context.Context, i int) (struct{}, error) {
-		n, err := extendScript.Run(ctx, c.nodes[i], []string{l.stored}, l.token, ms).Int()
+		n, err := extendScript.Run(ctx, c.nodes[i], keys, args...).Int()
 		if err == nil && n == 0 {
 			err = errNotOwner
 		}
@@ -189,8 +190,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	defer c.leave()
 
 	ctx = context.WithoutCancel(ctx)
+	keys, args := []string{l.stored}, []any{l.token, c.channel}
 	out := ask(c, ctx, c.nodeTimeout, func(ctx context.Context, i int) (struct{}, error) {
-		return struct{}{}, c.release(ctx, i, l.stored, l.token, c.channel)
+		return struct{}{}, c.release(ctx, i, keys, args)
 	})
 	if out.Quorum {
 		return nil

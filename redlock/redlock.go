@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	mrand "math/rand/v2"
 	"reflect"
 	"slices"
@@ -284,17 +285,20 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lin
 	defer c.leave()
 	token := newToken()
 	stored := c.prefix + key
-	fenceKey := "fence:{" + stored + "}"
-	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
+	var fenceKey, ms string
+	if c.fencing {
+		fenceKey, ms = "fence:{"+stored+"}", strconv.FormatInt(ttl.Milliseconds(), 10)
+	}
 
 	start := c.clock.Now()
 	until := clock.Deadline(start, ttl, c.driftFactor)
 	wait := min(c.nodeTimeout, until.Sub(start))
 	callCtx, cancel := context.WithTimeout(ctx, wait)
+	var value any = token // boxed once, not once a node
 	r := quorum.Start(callCtx, &c.bg, len(c.nodes), func(ctx context.Context, i int) (grant, error) {
-		return c.acquireOn(ctx, i, stored, fenceKey, token, ttl, ms)
+		return c.acquireOn(ctx, i, stored, fenceKey, value, ttl, ms)
 	})
-	out := decide(c, ctx, r, wait)
+	out := decide(c, callCtx, r)
 	now := c.clock.Now()
 
 	granted := out.Quorum && now.Before(until)
@@ -357,7 +361,9 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lin
 	}
 	errs = append(errs, nodeErrors(c, ctx, out, wait)...)
 	err := errors.Join(errs...)
-	c.log.DebugContext(ctx, "redlock: not acquired", "key", key, "votes", votes, "err", err)
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		c.log.DebugContext(ctx, "redlock: not acquired", "key", key, "votes", votes, "err", err)
+	}
 	return nil, attemptResult{err: err, votes: votes, elapsed: elapsed}
 }
 
@@ -369,7 +375,7 @@ type grant struct {
 }
 
 // acquireOn asks node i for the key: SET NX PX, or with fencing round 1's script.
-func (c *Client) acquireOn(ctx context.Context, i int, stored, fenceKey, token string, ttl time.Duration, ms string) (grant, error) {
+func (c *Client) acquireOn(ctx context.Context, i int, stored, fenceKey string, token any, ttl time.Duration, ms string) (grant, error) {
 	if !c.fencing {
 		ok, err := c.nodes[i].SetNX(ctx, stored, token, ttl).Result()
 		if err == nil && !ok {
@@ -437,16 +443,16 @@ func (c *Client) fenceRound(ctx context.Context, stored, fenceKey, token string,
 func ask[T any](c *Client, ctx context.Context, wait time.Duration, call func(ctx context.Context, node int) (T, error)) quorum.Outcome[T] {
 	callCtx, cancel := context.WithTimeout(ctx, wait)
 	r := quorum.Start(callCtx, &c.bg, len(c.nodes), call)
-	out := decide(c, ctx, r, wait)
+	out := decide(c, callCtx, r)
 	drain(c, r, out, cancel, nil)
 	return out
 }
 
-// decide waits for the round's verdict, at most wait and while ctx lives.
-func decide[T any](c *Client, ctx context.Context, r *quorum.Round[T], wait time.Duration) quorum.Outcome[T] {
-	t := c.clock.NewTimer(wait)
-	defer t.Stop()
-	return r.Decide(c.quorum, ctx.Done(), t.C)
+// decide waits for the round's verdict while callCtx, the calls' context, lives: its deadline
+// is the node timeout, a bound on network calls in real time (the injected clock measures
+// validity, not this).
+func decide[T any](c *Client, callCtx context.Context, r *quorum.Round[T]) quorum.Outcome[T] {
+	return r.Decide(c.quorum, callCtx.Done(), nil)
 }
 
 // drain hands the replies still in flight to late (when not nil) as they come, in a goroutine
@@ -471,14 +477,16 @@ func drain[T any](c *Client, r *quorum.Round[T], out quorum.Outcome[T], cancel c
 func (c *Client) rollback(ctx context.Context, node int, stored, token string, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, ttl)
 	defer cancel()
-	if err := c.release(ctx, node, stored, token, ""); err != nil && !errors.Is(err, errNotOwner) {
+	if err := c.release(ctx, node, []string{stored}, []any{token, ""}); err != nil && !errors.Is(err, errNotOwner) {
 		c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", node, "key", stored, "err", err)
 	}
 }
 
-// release compare-and-deletes stored on one node, and announces it on channel unless that is "".
-func (c *Client) release(ctx context.Context, node int, stored, token, channel string) error {
-	n, err := releaseScript.Run(ctx, c.nodes[node], []string{stored}, token, channel).Int()
+// release compare-and-deletes the key on one node: keys are the stored key, args the token and
+// the channel to announce the release on ("" for none). Both are only read, so one pair serves
+// every node of a round.
+func (c *Client) release(ctx context.Context, node int, keys []string, args []any) error {
+	n, err := releaseScript.Run(ctx, c.nodes[node], keys, args...).Int()
 	if err == nil && n == 0 {
 		err = errNotOwner
 	}
