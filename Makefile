@@ -3,7 +3,7 @@
 GO ?= go
 GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
-.PHONY: help test lint cover
+.PHONY: help test lint cover simulate
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,3 +18,6 @@ lint: ## go vet and a gofmt check
 cover: ## tests with a coverage profile, summarised per function
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 -coverprofile=cover.out ./...
 	$(GO) tool cover -func=cover.out | tail -1
+
+simulate: ## run the simulator's scenario catalog in real time (no servers needed)
+	$(GO) run ./cmd/redlock simulate
