@@ -27,6 +27,8 @@ type Scenario struct {
 	Work     [2]time.Duration // a critical section's work, uniform; default 20 ms to 200 ms
 	// FullEvery is the share of critical sections that work until their validity is nearly
 	// used up (3% of the TTL left), which puts holders at the edge the clocks must respect.
+	// (The scenarios that expect a violation leave 10% instead: in real time, a sleep that
+	// overshoots on a loaded machine would make the holder give up before the fault shows.)
 	FullEvery float64
 	// Chunks > 1 splits the work and extends the lock between chunks.
 	Chunks int
@@ -94,10 +96,10 @@ func Catalog() []Scenario {
 					r.crash(down, n)
 					r.restart(down+back, n, true)
 				}
-				// Unavailable while they are down: nothing acquired from a node timeout after
+				// Unavailable while they are down: nothing acquired from two seconds after
 				// the crash until they return.
 				r.check = func(res *Result) string {
-					from, to := down+time.Second, down+back
+					from, to := down+2*time.Second, down+back
 					for _, s := range res.Sections {
 						if s.Acquired > from && s.Acquired < to {
 							return fmt.Sprintf("acquired at %v with 3 of 5 nodes down", s.Acquired)
@@ -111,8 +113,8 @@ func Catalog() []Scenario {
 			Name: "restart-data-lost", Row: "a node of the holder's majority restarts at once, data lost", Expect: Violation,
 			setup: func(r *run) {
 				majority := r.bareMajority(0)
-				r.arm(0, plan{fullValidity: true})
-				r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false, 0)
+				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false, 0) })
 			},
 		},
 		{
@@ -120,8 +122,10 @@ func Catalog() []Scenario {
 			setup: func(r *run) {
 				majority := r.bareMajority(0)
 				r.arm(0, plan{fullValidity: true})
-				r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false,
-					TTL+r.between(500*time.Millisecond, 2*time.Second))
+				r.onceHeld(func() {
+					r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false,
+						TTL+r.between(500*time.Millisecond, 2*time.Second))
+				})
 			},
 		},
 		{
@@ -129,8 +133,10 @@ func Catalog() []Scenario {
 			setup: func(r *run) {
 				majority := r.bareMajority(0)
 				r.arm(0, plan{fullValidity: true})
-				r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], true,
-					r.between(0, time.Second))
+				r.onceHeld(func() {
+					r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], true,
+						r.between(0, time.Second))
+				})
 			},
 		},
 		{
@@ -138,9 +144,11 @@ func Catalog() []Scenario {
 			Nodes: 1, Replica: true,
 			setup: func(r *run) {
 				r.firstHolder(0)
-				r.arm(0, plan{fullValidity: true})
-				t := r.between(1500*time.Millisecond, 3500*time.Millisecond)
-				r.at(t, "node A: master dies before replicating; its replica is promoted", r.nodes[0].failover)
+				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				t := r.between(300*time.Millisecond, 1500*time.Millisecond)
+				r.onceHeld(func() {
+					r.at(t, "node A: master dies before replicating; its replica is promoted", r.nodes[0].failover)
+				})
 			},
 		},
 		{
@@ -156,11 +164,13 @@ func Catalog() []Scenario {
 			Clients: 2,
 			setup: func(r *run) {
 				shared := r.split()
-				r.arm(0, plan{fullValidity: true})
+				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
 				jump := TTL + r.between(0, 2*time.Second)
-				r.at(r.between(2*time.Second, 4*time.Second),
-					fmt.Sprintf("node %s (reached by both): clock jumps %v forward", r.nodes[shared].name, jump),
-					func() { r.nodes[shared].clock.jump(r.d(jump)) })
+				r.onceHeld(func() {
+					r.at(r.between(2*time.Second, 4*time.Second),
+						fmt.Sprintf("node %s (reached by both): clock jumps %v forward", r.nodes[shared].name, jump),
+						func() { r.nodes[shared].clock.jump(r.d(jump)) })
+				})
 			},
 		},
 		{
@@ -177,9 +187,9 @@ func Catalog() []Scenario {
 			Name: "node-rate-beyond", Row: "node clock rate skew beyond the drift bound", Expect: Violation,
 			setup: func(r *run) {
 				r.firstHolder(0)
-				r.arm(0, plan{fullValidity: true})
+				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
 				for _, n := range r.nodes {
-					rate := 1.15 + r.rng.Float64()*0.15
+					rate := 1.3 + r.rng.Float64()*0.2
 					r.at(0, fmt.Sprintf("node %s: clock rate %.3f", n.name, rate), func() { n.clock.setRate(rate) })
 				}
 			},
@@ -228,8 +238,8 @@ func Catalog() []Scenario {
 			Name: "client-clock-slow", Row: "client clock slow beyond driftFactor", Expect: Violation,
 			setup: func(r *run) {
 				r.firstHolder(0)
-				r.arm(0, plan{fullValidity: true})
-				rate := 0.7 + r.rng.Float64()*0.15
+				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				rate := 0.6 + r.rng.Float64()*0.15
 				r.at(0, fmt.Sprintf("client 1: clock rate %.3f", rate), func() { r.clients[0].clock.skew.setRate(rate) })
 			},
 		},
@@ -264,10 +274,12 @@ func Catalog() []Scenario {
 				r.firstHolder(0)
 				r.arm(0, plan{work: 3 * TTL / 2})
 				t := r.between(time.Second, 4*time.Second)
-				for _, n := range r.pick(len(r.nodes), 3) {
-					l := r.clients[0].links[n]
-					r.at(t, fmt.Sprintf("client 1: cut from node %s", r.nodes[n].name), func() { l.setCut(true) })
-				}
+				r.onceHeld(func() {
+					for _, n := range r.pick(len(r.nodes), 3) {
+						l := r.clients[0].links[n]
+						r.at(t, fmt.Sprintf("client 1: cut from node %s", r.nodes[n].name), func() { l.setCut(true) })
+					}
+				})
 				r.check = needFailedExtend
 			},
 		},
@@ -276,17 +288,17 @@ func Catalog() []Scenario {
 			Strategy: NaiveGetset,
 			setup: func(r *run) {
 				r.firstHolder(0)
-				slow := TTL + r.between(time.Second, 5*time.Second)
+				slow := TTL + r.between(2*time.Second, 5*time.Second)
 				r.arm(0, plan{work: slow})
 				r.at(0, fmt.Sprintf("client 1: first section works %v, past its lock's expiry", slow), func() {})
 			},
 		},
 		{
 			Name: "seed004-get-del", Row: "seed 004: GET then DEL releases another's lock", Expect: Violation,
-			Strategy: NaiveGetsetDel, Work: [2]time.Duration{time.Second, 2 * time.Second},
+			Strategy: NaiveGetsetDel, Work: [2]time.Duration{2 * time.Second, 3 * time.Second},
 			setup: func(r *run) {
 				r.firstHolder(0)
-				pause := TTL + r.between(300*time.Millisecond, 600*time.Millisecond)
+				pause := TTL + r.between(time.Second, 1500*time.Millisecond)
 				r.arm(0, plan{work: 200 * time.Millisecond, pauseRelease: pause})
 				r.at(0, fmt.Sprintf("client 1: first section pauses %v after writing, before its release", pause), func() {})
 			},
@@ -297,15 +309,15 @@ func Catalog() []Scenario {
 			setup: func(r *run) {
 				r.firstHolder(0)
 				r.arm(0, plan{work: 8 * time.Second})
-				r.restartAt(r.between(2*time.Second, 4*time.Second), 0, false, 0)
+				r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), 0, false, 0) })
 			},
 		},
 		{
 			Name: "seed002-get-cmp-del", Row: "seed 002: GET, compare, DEL as two commands", Expect: Violation,
-			Strategy: SingleNodeGetCompareDel, Work: [2]time.Duration{time.Second, 2 * time.Second},
+			Strategy: SingleNodeGetCompareDel, Work: [2]time.Duration{2 * time.Second, 3 * time.Second},
 			setup: func(r *run) {
 				r.firstHolder(0)
-				pause := TTL + r.between(300*time.Millisecond, 600*time.Millisecond)
+				pause := TTL + r.between(time.Second, 1500*time.Millisecond)
 				r.arm(0, plan{work: 200 * time.Millisecond, pauseInUnlock: pause})
 				r.at(0, fmt.Sprintf("client 1: first release pauses %v between its GET and its DEL", pause), func() {})
 			},

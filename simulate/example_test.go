@@ -19,6 +19,6 @@ func Example() {
 	}
 	// Output:
 	// seed001-single-node expected violation observed violation as expected: true
-	// t=  2.40s node A: crashes
-	// t=  2.40s node A: restarts empty (no persistence)
+	// client 1 holds +2.40s: node A: crashes
+	// client 1 holds +2.40s: node A: restarts empty (no persistence)
 }

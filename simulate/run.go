@@ -83,7 +83,8 @@ type Fault struct {
 }
 
 type event struct {
-	at   time.Duration // scenario time
+	at   time.Duration // scenario time, from the start or from client 1's first acquisition
+	held bool          // at counts from client 1's first acquisition
 	what string
 	do   func()
 }
@@ -107,6 +108,7 @@ type run struct {
 	store   *store
 	rec     recorder
 	events  []event
+	held    bool // events scheduled now count from client 1's first acquisition
 	check   func(*Result) string
 	rdbs    []*redis.Client
 }
@@ -164,6 +166,7 @@ func newRun(sc Scenario, o Options) *run {
 	for i := range sc.Clients {
 		c := &client{
 			id:    i,
+			held:  make(chan struct{}),
 			clock: newClientClock(r.start),
 			rng:   rand.New(rand.NewPCG(r.rng.Uint64(), r.rng.Uint64())),
 		}
@@ -175,7 +178,15 @@ func newRun(sc Scenario, o Options) *run {
 	if sc.setup != nil {
 		sc.setup(r)
 	}
-	slices.SortStableFunc(r.events, func(a, b event) int { return int(a.at - b.at) })
+	slices.SortStableFunc(r.events, func(a, b event) int {
+		if a.held != b.held {
+			if a.held {
+				return 1
+			}
+			return -1
+		}
+		return int(a.at - b.at)
+	})
 	return r
 }
 
@@ -187,9 +198,18 @@ func (r *run) since(t time.Time) time.Duration {
 	return time.Duration(float64(t.Sub(r.start)) / r.scale)
 }
 
-// at schedules do at scenario time t.
+// at schedules do at scenario time t, or t after client 1 first holds the lock when called
+// from onceHeld.
 func (r *run) at(t time.Duration, what string, do func()) {
-	r.events = append(r.events, event{at: t, what: what, do: do})
+	r.events = append(r.events, event{at: t, held: r.held, what: what, do: do})
+}
+
+// onceHeld makes the events that schedule adds count from client 1's first acquisition, so
+// that a fault aimed at the holder hits it however long the acquisition took in real time.
+func (r *run) onceHeld(schedule func()) {
+	r.held = true
+	schedule()
+	r.held = false
 }
 
 // between draws a scenario duration uniformly from [lo, hi], rounded to 10 ms.
@@ -199,7 +219,7 @@ func (r *run) between(lo, hi time.Duration) time.Duration {
 
 // arm queues p, in scenario time, for client c's next critical section.
 func (r *run) arm(c int, p plan) {
-	p.work, p.pauseInWork = r.d(p.work), r.d(p.pauseInWork)
+	p.work, p.pauseInWork, p.margin = r.d(p.work), r.d(p.pauseInWork), r.d(p.margin)
 	p.pauseBefore, p.pauseRelease, p.pauseInUnlock = r.d(p.pauseBefore), r.d(p.pauseRelease), r.d(p.pauseInUnlock)
 	r.clients[c].arm(p)
 }
@@ -207,7 +227,11 @@ func (r *run) arm(c int, p plan) {
 func (r *run) schedule() []string {
 	var out []string
 	for _, e := range r.events {
-		out = append(out, fmt.Sprintf("t=%6.2fs %s", e.at.Seconds(), e.what))
+		if e.held {
+			out = append(out, fmt.Sprintf("client 1 holds +%.2fs: %s", e.at.Seconds(), e.what))
+		} else {
+			out = append(out, fmt.Sprintf("t=%6.2fs %s", e.at.Seconds(), e.what))
+		}
 	}
 	return out
 }
@@ -274,21 +298,39 @@ func (r *run) execute(ctx context.Context) Result {
 	var bg sync.WaitGroup
 	var fired []Fault
 	var firedMu sync.Mutex
-	bg.Go(func() {
-		for _, e := range r.events {
-			t := time.NewTimer(time.Until(r.start.Add(r.d(e.at))))
+	fire := func(e event) {
+		e.do()
+		firedMu.Lock()
+		fired = append(fired, Fault{At: r.since(time.Now()), What: e.what})
+		firedMu.Unlock()
+	}
+	// play runs events from base on, in order, until done.
+	play := func(base time.Time, events []event) {
+		for _, e := range events {
+			t := time.NewTimer(time.Until(base.Add(r.d(e.at))))
 			select {
 			case <-t.C:
-				e.do()
-				firedMu.Lock()
-				fired = append(fired, Fault{At: r.since(time.Now()), What: e.what})
-				firedMu.Unlock()
+				fire(e)
 			case <-done:
 				t.Stop()
 				return
 			}
 		}
-	})
+	}
+	split := slices.IndexFunc(r.events, func(e event) bool { return e.held })
+	if split < 0 {
+		split = len(r.events)
+	}
+	bg.Go(func() { play(r.start, r.events[:split]) })
+	if split < len(r.events) {
+		bg.Go(func() {
+			select {
+			case <-r.clients[0].held:
+				play(time.Now(), r.events[split:])
+			case <-done:
+			}
+		})
+	}
 	if r.sc.Replica {
 		bg.Go(func() {
 			t := time.NewTicker(r.d(replicationEvery))
@@ -326,6 +368,7 @@ func (r *run) execute(ctx context.Context) Result {
 
 	res := r.result(finished)
 	res.Elapsed = elapsed
+	slices.SortStableFunc(fired, func(a, b Fault) int { return int(a.At - b.At) })
 	res.Faults = fired
 	return res
 }

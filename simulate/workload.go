@@ -58,7 +58,8 @@ func (s *store) tally() (orders, lost, oversold int) {
 // A plan changes a client's next critical section; the scenario's faults arm it.
 type plan struct {
 	work          time.Duration // this long instead of a random time; see fullValidity
-	fullValidity  bool          // work until the validity is nearly used up
+	fullValidity  bool          // work until the validity is nearly used up: margin left
+	margin        time.Duration // default 3% of the TTL
 	pauseInWork   time.Duration // stop this long in the middle of the work
 	pauseBefore   time.Duration // stop this long after the last validity check, before the write
 	pauseRelease  time.Duration // stop this long after the write, before the release
@@ -73,6 +74,8 @@ type client struct {
 	lock  locker
 	rng   *rand.Rand // from the run's seeded source; used by this client's goroutine only
 	start time.Duration
+	held  chan struct{} // closed at the client's first acquisition
+	once  sync.Once
 
 	mu    sync.Mutex
 	plans []plan
@@ -116,6 +119,7 @@ func (r *run) shop(sale, ctx context.Context, c *client) {
 			continue // Lock gives up only when ctx is done
 		}
 		s := section{Client: c.id, Asked: r.since(asked), Acquired: r.since(time.Now())}
+		c.once.Do(func() { close(c.held) })
 		p, planned := c.next()
 		c.mu.Lock()
 		c.armed = p.pauseInUnlock
@@ -158,8 +162,12 @@ func (r *run) work(ctx context.Context, c *client, h holding, p plan, planned bo
 	for i := range chunks {
 		chunk := d / time.Duration(chunks)
 		if p.fullValidity {
+			margin := r.margin
+			if p.margin > 0 {
+				margin = p.margin
+			}
 			until, _ := h.Until()
-			chunk = until.Sub(c.clock.now()) - r.margin
+			chunk = until.Sub(c.clock.now()) - margin
 		}
 		c.clock.sleep(chunk)
 		if i == 0 {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,7 +34,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	runs := fs.Int("runs", 1, "runs of each scenario, with seeds seed, seed+1, ...")
 	asJSON := fs.Bool("json", false, "print one JSON object per run instead of the table")
 	timeline := fs.String("timeline", "", "draw every run into this SVG file")
-	scale := fs.Float64("scale", 0.04, "time scale: the 10 s TTL of the scenarios becomes 10s*scale of real time")
+	scale := fs.Float64("scale", 0.05, "time scale: the 10 s TTL of the scenarios becomes 10s*scale of real time")
+	parallel := fs.Int("parallel", 2, "runs at once; more than the cores makes real-time runs late")
 	list := fs.Bool("list", false, "list the scenarios and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: redlock simulate [flags]\n\nRuns each scenario of the catalog (in-memory Redis nodes, faults, clients running a\nflash sale) and checks in true time that no two clients held the lock at once.\nExit status 1 when a scenario's outcome differs from its expectation.\n\nflags:")
@@ -55,6 +57,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	}
 	if *runs < 1 {
 		return bad("-runs %d: want at least 1", *runs)
+	}
+	if *parallel < 1 {
+		return bad("-parallel %d: want at least 1", *parallel)
 	}
 	if !(*scale > 0 && *scale <= 1) {
 		return bad("-scale %v: want 0 < scale <= 1", *scale)
@@ -81,26 +86,45 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 
 	fmt.Fprintf(stderr, "redlock simulate: seed %d, %d scenario(s) x %d run(s), TTL %v of real time\n",
 		*seed, len(scenarios), *runs, time.Duration(float64(simulate.TTL)**scale))
-	var results []simulate.Result
-	total, n := len(scenarios)**runs, 0
+	type job struct {
+		sc   simulate.Scenario
+		seed uint64
+	}
+	var jobs []job
 	for _, sc := range scenarios {
 		for i := range *runs {
-			n++
-			s := *seed + uint64(i)
+			jobs = append(jobs, job{sc, *seed + uint64(i)})
+		}
+	}
+	results := make([]simulate.Result, len(jobs))
+	var (
+		mu   sync.Mutex // orders the progress lines
+		done int
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, *parallel)
+	)
+	for i, j := range jobs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			began := time.Now()
-			res := simulate.Run(context.Background(), sc, simulate.Options{Seed: s, Scale: *scale})
+			res := simulate.Run(context.Background(), j.sc, simulate.Options{Seed: j.seed, Scale: *scale})
+			results[i] = res
 			verdict := "ok"
 			if !res.OK {
 				verdict = "UNEXPECTED " + res.Note
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			done++
 			fmt.Fprintf(stderr, "[%d/%d] %-26s seed %-20d expected %-9s observed %-12s %s (%v)\n",
-				n, total, sc.Name, s, res.Expected, res.Observed, verdict, time.Since(began).Round(10*time.Millisecond))
+				done, len(jobs), j.sc.Name, j.seed, res.Expected, res.Observed, verdict, time.Since(began).Round(10*time.Millisecond))
 			for _, line := range res.Schedule {
 				fmt.Fprintf(stderr, "        %s\n", line)
 			}
-			results = append(results, res)
-		}
+		})
 	}
+	wg.Wait()
 
 	if *asJSON {
 		err = simulate.WriteJSON(stdout, results)
