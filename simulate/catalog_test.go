@@ -31,8 +31,9 @@ func seeds(t *testing.T) []uint64 {
 // in every seed.
 func TestCatalog(t *testing.T) {
 	for _, sc := range simulate.Catalog() {
+		// Not parallel: the runs are CPU-bound, and under go test ./... they would starve the
+		// real-time tests of other packages running beside them.
 		t.Run(sc.Name, func(t *testing.T) {
-			t.Parallel()
 			ss := seeds(t)
 			stock := 0
 			if sc.Expect == simulate.Safe {

@@ -91,6 +91,12 @@ func (c *clientClock) NewTimer(d time.Duration) *time.Timer {
 	return time.NewTimer(c.trueDuration(d))
 }
 
+// AfterFunc calls f in its own goroutine after d has passed on this clock. (The clock.Clock
+// interface gains this method on main; having it here already keeps the merge building.)
+func (c *clientClock) AfterFunc(d time.Duration, f func()) *time.Timer {
+	return time.AfterFunc(c.trueDuration(d), f)
+}
+
 // sleep waits until d has passed on this clock.
 func (c *clientClock) sleep(d time.Duration) { time.Sleep(c.trueDuration(d)) }
 
