@@ -3,7 +3,7 @@
 GO ?= go
 GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
-.PHONY: help test lint cover bench bench-check bench-report
+.PHONY: help test lint cover simulate bench bench-check bench-report
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -18,6 +18,9 @@ lint: ## go vet and a gofmt check
 cover: ## tests with a coverage profile, summarised per function
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 -coverprofile=cover.out ./...
 	$(GO) tool cover -func=cover.out | tail -1
+
+simulate: ## run the simulator's scenario catalog in real time (no servers needed)
+	$(GO) run ./cmd/redlock simulate
 
 bench-check: ## vet and compile the bench module (its own go.mod), test its delay proxy; runs no benchmark
 	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -run '^TestDelayProxy$$' ./...

@@ -194,6 +194,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	out := ask(c, ctx, c.nodeTimeout, func(ctx context.Context, i int) (struct{}, error) {
 		return struct{}{}, c.release(ctx, i, keys, args)
 	})
+	c.wake.notify(l.stored) // this Client's own waiters need not wait for the announcement
 	if out.Quorum {
 		return nil
 	}

@@ -147,13 +147,17 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 	if err := c.check(key, ttl); err != nil {
 		return nil, err
 	}
-	l, a := c.attempt(ctx, key, ttl, false)
-	if l != nil || ctx.Err() != nil || errors.Is(a.err, ErrClosed) {
-		return l, a.err
+	stored := c.prefix + key
+	a := attemptResult{err: ErrNotAcquired}
+	if !c.queue.busy(stored) { // else this Client's waiters came first: queue behind them
+		var l *Lock
+		l, a = c.attempt(ctx, key, ttl, false)
+		if l != nil || ctx.Err() != nil || errors.Is(a.err, ErrClosed) {
+			return l, a.err
+		}
 	}
 
 	// Contended: wait for our turn among this Client's waiters, then listen for releases.
-	stored := c.prefix + key
 	if err := c.queue.take(ctx, stored, c.done); err != nil {
 		return nil, errors.Join(a.err, err)
 	}
@@ -170,7 +174,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 	how, splits := "queued", 0
 	for {
 		// Listening now, so a release after this attempt is heard.
-		if l, a = c.attempt(ctx, key, ttl, true); l != nil {
+		l, a := c.attempt(ctx, key, ttl, true)
+		if l != nil {
 			c.log.DebugContext(ctx, "redlock: acquired", "key", key, "after", how)
 			return l, nil
 		}
@@ -184,7 +189,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 			// roll-back lands, and roll-backs are not announced. Retry after a pause that is
 			// shorter the more nodes this attempt won, in units of its duration, doubling while
 			// the episode lasts (so a holder of a bare majority is not polled fast).
-			split := time.Duration(c.quorum-a.votes)*a.elapsed + time.Duration(mrand.Int64N(int64(a.elapsed)+1))
+			unit := max(a.elapsed, minSplitUnit)
+			split := time.Duration(c.quorum-a.votes)*unit + time.Duration(mrand.Int64N(int64(unit)+1))
 			if split <<= min(splits, 20); split < delay {
 				delay, how = split, "split vote"
 			}
@@ -205,6 +211,11 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 		}
 	}
 }
+
+// minSplitUnit is the least pause unit after a split vote, and the least time a failed attempt
+// lingers for its last replies: an attempt can take no measurable time (in-memory nodes, or a
+// virtual clock), and a zero pause would spin without yielding.
+const minSplitUnit = 100 * time.Microsecond
 
 // await waits until ready is closed, at most d, ctx and Close permitting.
 func (c *Client) await(ctx context.Context, ready <-chan struct{}, d time.Duration) error {
@@ -325,7 +336,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lin
 
 	elapsed := now.Sub(start)
 	if linger && len(out.Pending) > 0 && ctx.Err() == nil {
-		t := c.clock.NewTimer(elapsed)
+		t := c.clock.NewTimer(max(elapsed, minSplitUnit))
 		r.Linger(&out, t.C)
 		t.Stop()
 	}

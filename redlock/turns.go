@@ -17,6 +17,14 @@ type turn struct {
 	refs  int           // waiters holding or waiting for the turn
 }
 
+// busy reports whether some of the Client's waiters are queued for key: a new Lock call then
+// queues behind them instead of contending with the one whose turn it is.
+func (q *turns) busy(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.keys[key] != nil
+}
+
 // take waits for key's turn; give must follow when it returns nil.
 func (q *turns) take(ctx context.Context, key string, done <-chan struct{}) error {
 	q.mu.Lock()

@@ -115,6 +115,7 @@ func (r *releases) confirm(i int) {
 	}
 }
 
+// notify wakes the waiters for key.
 func (r *releases) notify(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -1,5 +1,6 @@
-// Command redlock is the command-line front of the redlock library: run a command under a lock
-// held across independent Redis masters (exec), and look at a lock on every node (status).
+// Command redlock is the command-line front of the redlock library: run the failure scenarios
+// against in-memory Redis nodes (simulate), run a command under a lock held across independent
+// Redis masters (exec), and look at a lock on every node (status).
 package main
 
 import (
@@ -21,8 +22,9 @@ func main() {
 const usage = `usage: redlock <command> [flags]
 
 commands:
-  exec    run a command while holding a lock across Redis masters
-  status  show a lock on every node and whether a quorum holds it
+  simulate  run the failure scenarios against in-memory Redis nodes and check the lock
+  exec      run a command while holding a lock across Redis masters
+  status    show a lock on every node and whether a quorum holds it
 
 Run "redlock <command> -h" for a command's flags.
 `
@@ -33,6 +35,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "simulate":
+		return runSimulate(args[1:], stdout, stderr)
 	case "exec":
 		return runExec(ctx, args[1:], stdout, stderr)
 	case "status":

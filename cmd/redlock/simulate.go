@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	bin "encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/simulate"
+)
+
+// runSimulate is `redlock simulate`.
+func runSimulate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pattern := fs.String("scenario", "*", "run the scenarios whose name matches this glob")
+	seed := fs.Uint64("seed", 0, "seed of the first run; 0 picks one at random (printed)")
+	runs := fs.Int("runs", 1, "runs of each scenario, with seeds seed, seed+1, ...")
+	asJSON := fs.Bool("json", false, "print one JSON object per run instead of the table")
+	timeline := fs.String("timeline", "", "draw every run into this SVG file")
+	scale := fs.Float64("scale", 0.05, "time scale: the 10 s TTL of the scenarios becomes 10s*scale of real time")
+	parallel := fs.Int("parallel", 2, "runs at once; more than the cores makes real-time runs late")
+	list := fs.Bool("list", false, "list the scenarios and exit")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: redlock simulate [flags]\n\nRuns each scenario of the catalog (in-memory Redis nodes, faults, clients running a\nflash sale) and checks in true time that no two clients held the lock at once.\nExit status 1 when a scenario's outcome differs from its expectation.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "redlock simulate: "+format+"\n", a...)
+		fs.Usage()
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	if *runs < 1 {
+		return bad("-runs %d: want at least 1", *runs)
+	}
+	if *parallel < 1 {
+		return bad("-parallel %d: want at least 1", *parallel)
+	}
+	if !(*scale > 0 && *scale <= 1) {
+		return bad("-scale %v: want 0 < scale <= 1", *scale)
+	}
+	scenarios, err := simulate.Match(*pattern)
+	if err != nil {
+		return bad("-scenario %q: %v", *pattern, err)
+	}
+	if len(scenarios) == 0 {
+		return bad("-scenario %q matches no scenario (see -list)", *pattern)
+	}
+	if *list {
+		for _, sc := range scenarios {
+			fmt.Fprintf(stdout, "%-28s %-9s %s\n", sc.Name, sc.Expect, sc.Row)
+		}
+		return 0
+	}
+	if *seed == 0 {
+		var b [8]byte
+		rand.Read(b[:])
+		*seed = bin.LittleEndian.Uint64(b[:]) >> 1
+	}
+	redis.SetLogger(quiet{})
+
+	fmt.Fprintf(stderr, "redlock simulate: seed %d, %d scenario(s) x %d run(s), TTL %v of real time\n",
+		*seed, len(scenarios), *runs, time.Duration(float64(simulate.TTL)**scale))
+	type job struct {
+		sc   simulate.Scenario
+		seed uint64
+	}
+	var jobs []job
+	for _, sc := range scenarios {
+		for i := range *runs {
+			jobs = append(jobs, job{sc, *seed + uint64(i)})
+		}
+	}
+	results := make([]simulate.Result, len(jobs))
+	var (
+		mu   sync.Mutex // orders the progress lines
+		done int
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, *parallel)
+	)
+	for i, j := range jobs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			began := time.Now()
+			res := simulate.Run(context.Background(), j.sc, simulate.Options{Seed: j.seed, Scale: *scale})
+			results[i] = res
+			verdict := "ok"
+			if !res.OK {
+				verdict = "UNEXPECTED " + res.Note
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			done++
+			fmt.Fprintf(stderr, "[%d/%d] %-26s seed %-20d expected %-9s observed %-12s %s (%v)\n",
+				done, len(jobs), j.sc.Name, j.seed, res.Expected, res.Observed, verdict, time.Since(began).Round(10*time.Millisecond))
+			for _, line := range res.Schedule {
+				fmt.Fprintf(stderr, "        %s\n", line)
+			}
+		})
+	}
+	wg.Wait()
+
+	if *asJSON {
+		err = simulate.WriteJSON(stdout, results)
+	} else {
+		err = simulate.WriteTable(stdout, results)
+	}
+	if err == nil && *timeline != "" {
+		err = writeTimeline(*timeline, results)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock simulate: %v\n", err)
+		return 1
+	}
+	var unexpected []string
+	for _, r := range results {
+		if !r.OK {
+			unexpected = append(unexpected, fmt.Sprintf("%s (seed %d)", r.Scenario, r.Seed))
+		}
+	}
+	if len(unexpected) > 0 {
+		fmt.Fprintf(stderr, "redlock simulate: outcome differs from the expectation: %s\n", strings.Join(unexpected, ", "))
+		return 1
+	}
+	return 0
+}
+
+func writeTimeline(name string, rs []simulate.Result) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := simulate.WriteSVG(f, rs); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,399 @@
+package simulate
+
+import (
+	"fmt"
+	"path"
+	"time"
+)
+
+// TTL is the lock's time to live in every scenario, before scaling.
+const TTL = 10 * time.Second
+
+// replicationEvery is how often the asynchronous replica catches up with its master: rarely
+// enough that a failover soon after an acquisition loses it.
+const replicationEvery = 5 * time.Second
+
+// A Scenario is one row of the catalog: a topology, a strategy, a workload and the faults that
+// hit it, with the outcome the design predicts.
+type Scenario struct {
+	Name     string
+	Row      string // the catalog row it stands for, as DESIGN.md words it
+	Expect   Expect
+	Strategy Strategy
+	Nodes    int              // masters; default 5 for redlock, 1 for the naive locks
+	Replica  bool             // the first node has an asynchronous replica a failover promotes
+	Clients  int              // default 3
+	Stock    int              // default 60
+	Work     [2]time.Duration // a critical section's work, uniform; default 20 ms to 200 ms
+	// FullEvery is the share of critical sections that work until their validity is nearly
+	// used up (3% of the TTL left), which puts holders at the edge the clocks must respect.
+	// (The scenarios that expect a violation leave 10% instead: in real time, a sleep that
+	// overshoots on a loaded machine would make the holder give up before the fault shows.)
+	FullEvery float64
+	// Chunks > 1 splits the work and extends the lock between chunks.
+	Chunks int
+	setup  func(*run)
+}
+
+func (sc Scenario) withDefaults() Scenario {
+	if sc.Strategy == "" {
+		sc.Strategy = Redlock
+	}
+	if sc.Nodes == 0 {
+		sc.Nodes = 5
+		if sc.Strategy != Redlock {
+			sc.Nodes = 1
+		}
+	}
+	if sc.Clients == 0 {
+		sc.Clients = 3
+	}
+	if sc.Stock == 0 {
+		sc.Stock = 60
+	}
+	if sc.Work == [2]time.Duration{} {
+		sc.Work = [2]time.Duration{20 * time.Millisecond, 200 * time.Millisecond}
+	}
+	return sc
+}
+
+// Match returns the scenarios of the catalog whose name matches the glob pattern (path.Match
+// syntax), in catalog order; an error for a malformed pattern.
+func Match(pattern string) ([]Scenario, error) {
+	var out []Scenario
+	for _, sc := range Catalog() {
+		ok, err := path.Match(pattern, sc.Name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+// Catalog returns every scenario: the rows of DESIGN.md's table that a plain lock can show, and
+// the seeds' naive locks under their own failure.
+func Catalog() []Scenario {
+	return []Scenario{
+		{
+			Name: "no-faults", Row: "no faults, contending clients", Expect: Safe,
+		},
+		{
+			Name: "crash-minority", Row: "1–2 nodes crash and stay down", Expect: Safe,
+			setup: func(r *run) {
+				for _, n := range r.pick(len(r.nodes), 1+r.rng.IntN(2)) {
+					r.crash(r.between(2*time.Second, 8*time.Second), n)
+				}
+			},
+		},
+		{
+			Name: "crash-majority", Row: "3 nodes crash", Expect: Safe,
+			setup: func(r *run) {
+				down, back := r.between(3*time.Second, 5*time.Second), r.between(15*time.Second, 20*time.Second)
+				for _, n := range r.pick(len(r.nodes), 3) {
+					r.crash(down, n)
+					r.restart(down+back, n, true)
+				}
+				// Unavailable while they are down: nothing acquired from two seconds after
+				// the crash until they return.
+				r.check = func(res *Result) string {
+					from, to := down+2*time.Second, down+back
+					for _, s := range res.Sections {
+						if s.Acquired > from && s.Acquired < to {
+							return fmt.Sprintf("acquired at %v with 3 of 5 nodes down", s.Acquired)
+						}
+					}
+					return ""
+				}
+			},
+		},
+		{
+			Name: "restart-data-lost", Row: "a node of the holder's majority restarts at once, data lost", Expect: Violation,
+			setup: func(r *run) {
+				majority := r.bareMajority(0)
+				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false, 0) })
+			},
+		},
+		{
+			Name: "restart-data-lost-delayed", Row: "the same, restart delayed beyond the TTL", Expect: Safe,
+			setup: func(r *run) {
+				majority := r.bareMajority(0)
+				r.arm(0, plan{fullValidity: true})
+				r.onceHeld(func() {
+					r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false,
+						TTL+r.between(500*time.Millisecond, 2*time.Second))
+				})
+			},
+		},
+		{
+			Name: "restart-data-kept", Row: "restart keeping data (fsync=always)", Expect: Safe,
+			setup: func(r *run) {
+				majority := r.bareMajority(0)
+				r.arm(0, plan{fullValidity: true})
+				r.onceHeld(func() {
+					r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], true,
+						r.between(0, time.Second))
+				})
+			},
+		},
+		{
+			Name: "replica-failover", Row: "one master + async replica, master dies before replicating, failover", Expect: Violation,
+			Nodes: 1, Replica: true,
+			setup: func(r *run) {
+				r.firstHolder(0)
+				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				t := r.between(300*time.Millisecond, 1500*time.Millisecond)
+				r.onceHeld(func() {
+					r.at(t, "node A: master dies before replicating; its replica is promoted", r.nodes[0].failover)
+				})
+			},
+		},
+		{
+			Name: "partition-split", Row: "client 1 reaches A,B,C; client 2 reaches C,D,E; clocks fine", Expect: Safe,
+			Clients: 2,
+			setup: func(r *run) {
+				r.split()
+				// Client 2 never holds while client 1 does: it gets 2 of 5 at most.
+			},
+		},
+		{
+			Name: "partition-clock-jump", Row: "the same, node C's clock jumps forward past the TTL", Expect: Violation,
+			Clients: 2,
+			setup: func(r *run) {
+				shared := r.split()
+				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				jump := TTL + r.between(0, 2*time.Second)
+				r.onceHeld(func() {
+					r.at(r.between(2*time.Second, 4*time.Second),
+						fmt.Sprintf("node %s (reached by both): clock jumps %v forward", r.nodes[shared].name, jump),
+						func() { r.nodes[shared].clock.jump(r.d(jump)) })
+				})
+			},
+		},
+		{
+			Name: "node-rate-within", Row: "node clock rate skew within the drift bound", Expect: Safe,
+			FullEvery: 0.01,
+			setup: func(r *run) {
+				for _, n := range r.nodes {
+					rate := 1 + (r.rng.Float64()*2-1)*0.004
+					r.at(0, fmt.Sprintf("node %s: clock rate %.4f", n.name, rate), func() { n.clock.setRate(rate) })
+				}
+			},
+		},
+		{
+			Name: "node-rate-beyond", Row: "node clock rate skew beyond the drift bound", Expect: Violation,
+			setup: func(r *run) {
+				r.firstHolder(0)
+				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				for _, n := range r.nodes {
+					rate := 1.3 + r.rng.Float64()*0.2
+					r.at(0, fmt.Sprintf("node %s: clock rate %.3f", n.name, rate), func() { n.clock.setRate(rate) })
+				}
+			},
+		},
+		{
+			Name: "latency-spike", Row: "latency spike on one node below the per-node timeout", Expect: Safe,
+			setup: func(r *run) {
+				n := r.rng.IntN(len(r.nodes))
+				lat := r.between(100*time.Millisecond, 250*time.Millisecond)
+				from := r.between(2*time.Second, 5*time.Second)
+				to := from + r.between(5*time.Second, 10*time.Second)
+				r.at(from, fmt.Sprintf("node %s: +%v latency for every client (node timeout %v)", r.nodes[n].name, lat, 300*time.Millisecond),
+					func() { r.eachLink(n, func(l *link) { l.setLatency(r.d(lat)) }) })
+				r.at(to, fmt.Sprintf("node %s: latency back to 0", r.nodes[n].name),
+					func() { r.eachLink(n, func(l *link) { l.setLatency(0) }) })
+			},
+		},
+		{
+			Name: "pause-before-validity", Row: "client paused before validity is computed", Expect: Safe,
+			setup: func(r *run) {
+				r.firstHolder(0)
+				pause := TTL + r.between(time.Second, 3*time.Second)
+				r.at(0, fmt.Sprintf("client 1: paused %v between its first quorum and its validity check", pause),
+					func() {})
+				r.clients[0].clock.pauseAfterQuorum(r.d(pause))
+				r.check = func(res *Result) string {
+					for _, s := range res.Sections {
+						if s.Client == 0 && s.Acquired < pause {
+							return "client 1 believed it held the lock through its pause"
+						}
+					}
+					return ""
+				}
+			},
+		},
+		{
+			Name: "pause-after-acquire", Row: "client paused longer than the validity after acquiring (no fencing)", Expect: Violation,
+			setup: func(r *run) {
+				r.firstHolder(0)
+				pause := TTL + r.between(2*time.Second, 5*time.Second)
+				r.arm(0, plan{pauseBefore: pause})
+				r.at(0, fmt.Sprintf("client 1: first section pauses %v after its last validity check, before writing", pause), func() {})
+			},
+		},
+		{
+			Name: "client-clock-slow", Row: "client clock slow beyond driftFactor", Expect: Violation,
+			setup: func(r *run) {
+				r.firstHolder(0)
+				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				rate := 0.6 + r.rng.Float64()*0.15
+				r.at(0, fmt.Sprintf("client 1: clock rate %.3f", rate), func() { r.clients[0].clock.skew.setRate(rate) })
+			},
+		},
+		{
+			Name: "set-reply-lost", Row: "reply to SET lost", Expect: Safe,
+			setup: func(r *run) {
+				c := r.rng.IntN(len(r.clients))
+				from := r.between(time.Second, 4*time.Second)
+				to := from + r.between(4*time.Second, 8*time.Second)
+				for _, n := range r.pick(len(r.nodes), 3) {
+					l := r.clients[c].links[n]
+					r.at(from, fmt.Sprintf("client %d: replies to SET from node %s lost", c+1, r.nodes[n].name), func() { l.setDrop("set") })
+					r.at(to, fmt.Sprintf("client %d: replies from node %s arrive again", c+1, r.nodes[n].name), func() { l.setDrop("") })
+				}
+			},
+		},
+		{
+			Name: "extend-after-expiry", Row: "extend after expiry", Expect: Safe,
+			Chunks: 2,
+			setup: func(r *run) {
+				r.firstHolder(0)
+				pause := TTL + r.between(time.Second, 3*time.Second)
+				r.arm(0, plan{work: 3 * time.Second, pauseInWork: pause})
+				r.at(0, fmt.Sprintf("client 1: paused %v in its first section, then extends", pause), func() {})
+				r.check = needFailedExtend
+			},
+		},
+		{
+			Name: "extend-on-minority", Row: "extend on a minority", Expect: Safe,
+			Chunks: 2,
+			setup: func(r *run) {
+				r.firstHolder(0)
+				r.arm(0, plan{work: 3 * TTL / 2})
+				t := r.between(time.Second, 4*time.Second)
+				r.onceHeld(func() {
+					for _, n := range r.pick(len(r.nodes), 3) {
+						l := r.clients[0].links[n]
+						r.at(t, fmt.Sprintf("client 1: cut from node %s", r.nodes[n].name), func() { l.setCut(true) })
+					}
+				})
+				r.check = needFailedExtend
+			},
+		},
+		{
+			Name: "seed000-getset", Row: "seed 000: lock expires during a slow critical section (SETNX+GETSET)", Expect: Violation,
+			Strategy: NaiveGetset,
+			setup: func(r *run) {
+				r.firstHolder(0)
+				slow := TTL + r.between(2*time.Second, 5*time.Second)
+				r.arm(0, plan{work: slow})
+				r.at(0, fmt.Sprintf("client 1: first section works %v, past its lock's expiry", slow), func() {})
+			},
+		},
+		{
+			Name: "seed004-get-del", Row: "seed 004: GET then DEL releases another's lock", Expect: Violation,
+			Strategy: NaiveGetsetDel, Work: [2]time.Duration{2 * time.Second, 3 * time.Second},
+			setup: func(r *run) {
+				r.firstHolder(0)
+				pause := TTL + r.between(time.Second, 1500*time.Millisecond)
+				r.arm(0, plan{work: 200 * time.Millisecond, pauseRelease: pause})
+				r.at(0, fmt.Sprintf("client 1: first section pauses %v after writing, before its release", pause), func() {})
+			},
+		},
+		{
+			Name: "seed001-single-node", Row: "seed 001: the single node restarts without its data", Expect: Violation,
+			Strategy: SingleNode,
+			setup: func(r *run) {
+				r.firstHolder(0)
+				r.arm(0, plan{work: 8 * time.Second})
+				r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), 0, false, 0) })
+			},
+		},
+		{
+			Name: "seed002-get-cmp-del", Row: "seed 002: GET, compare, DEL as two commands", Expect: Violation,
+			Strategy: SingleNodeGetCompareDel, Work: [2]time.Duration{2 * time.Second, 3 * time.Second},
+			setup: func(r *run) {
+				r.firstHolder(0)
+				pause := TTL + r.between(time.Second, 1500*time.Millisecond)
+				r.arm(0, plan{work: 200 * time.Millisecond, pauseInUnlock: pause})
+				r.at(0, fmt.Sprintf("client 1: first release pauses %v between its GET and its DEL", pause), func() {})
+			},
+		},
+	}
+}
+
+func needFailedExtend(res *Result) string {
+	if res.FailedExtends == 0 {
+		return "no extend failed: the fault missed"
+	}
+	return ""
+}
+
+// pick returns k distinct indexes below n.
+func (r *run) pick(n, k int) []int { return r.rng.Perm(n)[:k] }
+
+// firstHolder lets client c start alone; the others start a second later.
+func (r *run) firstHolder(c int) {
+	for i, cl := range r.clients {
+		if i != c {
+			cl.start = time.Second
+		}
+	}
+}
+
+// bareMajority cuts client c from two random nodes for the whole run, so that it holds the lock
+// on exactly three, and makes it the first holder. It returns the three.
+func (r *run) bareMajority(c int) []int {
+	p := r.rng.Perm(len(r.nodes))
+	r.firstHolder(c)
+	for _, n := range p[3:] {
+		l := r.clients[c].links[n]
+		r.at(0, fmt.Sprintf("client %d: cut from node %s", c+1, r.nodes[n].name), func() { l.setCut(true) })
+		l.setCut(true)
+	}
+	return p[:3]
+}
+
+// split cuts client 1 from two nodes and client 2 from two others; they share one node, whose
+// index split returns.
+func (r *run) split() int {
+	p := r.rng.Perm(len(r.nodes))
+	r.firstHolder(0)
+	cut := func(c, n int) {
+		l := r.clients[c].links[n]
+		r.at(0, fmt.Sprintf("client %d: cut from node %s", c+1, r.nodes[n].name), func() {})
+		l.setCut(true)
+	}
+	cut(0, p[3])
+	cut(0, p[4])
+	cut(1, p[0])
+	cut(1, p[1])
+	return p[2]
+}
+
+func (r *run) crash(t time.Duration, n int) {
+	r.at(t, fmt.Sprintf("node %s: crashes", r.nodes[n].name), r.nodes[n].crash)
+}
+
+func (r *run) restart(t time.Duration, n int, keep bool) {
+	what := "restarts with its data"
+	if !keep {
+		what = "restarts empty (no persistence)"
+	}
+	r.at(t, fmt.Sprintf("node %s: %s", r.nodes[n].name, what), func() { r.nodes[n].restart(keep) })
+}
+
+// restartAt crashes node n at t and restarts it after delay.
+func (r *run) restartAt(t time.Duration, n int, keep bool, delay time.Duration) {
+	r.crash(t, n)
+	r.restart(t+delay, n, keep)
+}
+
+func (r *run) eachLink(n int, f func(*link)) {
+	for _, c := range r.clients {
+		f(c.links[n])
+	}
+}

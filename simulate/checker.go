@@ -1,0 +1,67 @@
+package simulate
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// A section is one acquisition by one client, in true time since the start of the run.
+// Enter and Exit bound what the client did to the store while it believed it held the lock:
+// the read, and the write (Exit = Enter when it wrote nothing).
+type section struct {
+	Client   int
+	Asked    time.Duration // Lock called
+	Acquired time.Duration // Lock returned
+	Enter    time.Duration // the stock read
+	Exit     time.Duration // the stock written
+	Released time.Duration // Unlock returned
+	Wrote    bool
+	Aborted  bool // the validity ran out or an extend failed: it wrote nothing
+}
+
+// An overlap is two critical sections on one key that were open at the same true time.
+type overlap struct {
+	A, B     int // indexes into the run's sections
+	From, To time.Duration
+}
+
+// A recorder collects what happened, from every client goroutine.
+type recorder struct {
+	mu       sync.Mutex
+	sections []section
+	extends  int // failed extends
+}
+
+func (r *recorder) add(s section) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sections = append(r.sections, s)
+}
+
+func (r *recorder) extendFailed(int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.extends++
+}
+
+// overlaps finds every pair of sections whose [Enter, Exit] intervals intersect: two clients
+// acting on the store at once. The sections are sorted by Enter on return.
+func overlaps(ss []section) []overlap {
+	slices.SortStableFunc(ss, func(a, b section) int {
+		switch {
+		case a.Enter < b.Enter:
+			return -1
+		case a.Enter > b.Enter:
+			return 1
+		}
+		return 0
+	})
+	var out []overlap
+	for i := range ss {
+		for j := i + 1; j < len(ss) && ss[j].Enter < ss[i].Exit; j++ {
+			out = append(out, overlap{A: i, B: j, From: ss[j].Enter, To: min(ss[i].Exit, ss[j].Exit)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,15 @@
+// Package simulate runs locks against Redis nodes that fail on purpose and checks, in true time,
+// whether two holders ever acted at once.
+//
+// A run builds a cluster of in-memory Redis nodes (miniredis), each with its own clock driving
+// its key expiry, and a few clients that reach the nodes through links the simulator controls.
+// The clients run the seeds' flash sale (lock, read the stock, work, write stock-1, unlock) with
+// one locking strategy: this module's redlock, or one of the naive locks of the seed documents.
+// A scenario schedules faults (crashes, restarts with or without data, partitions, latency, lost
+// replies, clock jumps and rate skew, pauses of a client) from one seeded random source, so the
+// same seed gives the same schedule. The checker then compares critical sections in true time.
+//
+// The engine reads time only through the time package: inside a testing/synctest bubble a run
+// with a 10 s TTL takes no real time; outside one, Options.Scale shrinks every duration so a run
+// takes a second or two.
+package simulate

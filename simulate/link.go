@@ -1,0 +1,154 @@
+package simulate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+)
+
+var errPartitioned = errors.New("simulate: no route to node (partitioned)")
+
+// A link is one client's path to one node. The simulator cuts it (a partition), slows it
+// (latency on every request) or loses the node's replies to one command; the command still runs
+// on the node, only its answer never arrives.
+type link struct {
+	node *node
+
+	mu      sync.Mutex
+	cut     bool
+	latency time.Duration
+	drop    string // lower-case command name whose replies are lost, "" for none
+	conns   map[*faultyConn]struct{}
+}
+
+func newLink(n *node) *link { return &link{node: n, conns: map[*faultyConn]struct{}{}} }
+
+// dial fits go-redis's Options.Dialer. When the node is down or cut off, the dial succeeds
+// and the connection fails at its first use: go-redis counts failed dials and, past its pool
+// size, starts a background prober that would outlive the run.
+func (l *link) dial(context.Context, string, string) (net.Conn, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cut {
+		return deadConn(errPartitioned), nil
+	}
+	inner, err := l.node.dial()
+	if err != nil {
+		return deadConn(err), nil
+	}
+	c := &faultyConn{Conn: inner, link: l}
+	l.conns[c] = struct{}{}
+	return c, nil
+}
+
+// setCut partitions the client from the node (true) or heals the partition. Connections open
+// at the cut break.
+func (l *link) setCut(cut bool) {
+	l.mu.Lock()
+	l.cut = cut
+	var open []*faultyConn
+	if cut {
+		for c := range l.conns {
+			open = append(open, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range open {
+		c.Close()
+	}
+}
+
+func (l *link) setLatency(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.latency = d
+}
+
+func (l *link) setDrop(cmd string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.drop = cmd
+}
+
+func (l *link) state() (cut bool, latency time.Duration, drop string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cut, l.latency, l.drop
+}
+
+// A faultyConn is a client's end of an in-memory connection to a node, passing through its link.
+type faultyConn struct {
+	net.Conn
+	link *link
+
+	mu       sync.Mutex
+	lose     int  // replies still to lose
+	deafened bool // a reply was lost: everything after it is discarded too
+}
+
+func (c *faultyConn) Write(p []byte) (int, error) {
+	cut, latency, drop := c.link.state()
+	if cut {
+		c.Close()
+		return 0, errPartitioned
+	}
+	if latency > 0 {
+		time.Sleep(latency)
+	}
+	if drop != "" && bytes.Contains(p, []byte("\r\n"+drop+"\r\n")) {
+		c.mu.Lock()
+		c.lose++
+		c.mu.Unlock()
+	}
+	c.link.node.sync()
+	return c.Conn.Write(p)
+}
+
+// Read passes the node's replies through, except the ones to lose: once one is lost, the
+// stream is out of step, so the connection stays deaf until the client gives up on it.
+func (c *faultyConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		c.mu.Lock()
+		if n > 0 && c.lose > 0 {
+			c.deafened = true
+		}
+		deaf := c.deafened
+		c.mu.Unlock()
+		if !deaf || err != nil {
+			if deaf {
+				n = 0
+			}
+			return n, err
+		}
+	}
+}
+
+func (c *faultyConn) Close() error {
+	c.link.mu.Lock()
+	delete(c.link.conns, c)
+	c.link.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// deadConn returns a connection that fails every read and write with err.
+func deadConn(err error) net.Conn { return brokenConn{err} }
+
+type brokenConn struct{ err error }
+
+func (b brokenConn) Read([]byte) (int, error)         { return 0, b.err }
+func (b brokenConn) Write([]byte) (int, error)        { return 0, b.err }
+func (b brokenConn) Close() error                     { return nil }
+func (b brokenConn) LocalAddr() net.Addr              { return pipeAddr{} }
+func (b brokenConn) RemoteAddr() net.Addr             { return pipeAddr{} }
+func (b brokenConn) SetDeadline(time.Time) error      { return nil }
+func (b brokenConn) SetReadDeadline(time.Time) error  { return nil }
+func (b brokenConn) SetWriteDeadline(time.Time) error { return nil }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }

@@ -1,0 +1,161 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// client returns a go-redis client over l, closed with the test.
+func testClient(t *testing.T, l *link) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{
+		Dialer: l.dial, MaxRetries: -1, DialerRetries: 1, Protocol: 2, DisableIdentity: true,
+		ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func TestNodeFaults(t *testing.T) {
+	ctx := context.Background()
+	synctest.Test(t, func(t *testing.T) {
+		n := newNode("A", time.Now())
+		defer n.close()
+		l := newLink(n)
+		rdb := testClient(t, l)
+		has := func(key string) bool {
+			t.Helper()
+			got, err := rdb.Exists(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got == 1
+		}
+		rdb.Set(ctx, "k", "v", 10*time.Second)
+
+		// Keys expire by the node's clock: true time 5 s at rate 2 is 10 s there.
+		n.clock.setRate(2)
+		time.Sleep(5 * time.Second)
+		if has("k") {
+			t.Fatal("a key outlived its TTL on the node's fast clock")
+		}
+		n.clock.setRate(1)
+
+		// A jump forward expires at once.
+		rdb.Set(ctx, "k", "v", 10*time.Second)
+		n.clock.jump(11 * time.Second)
+		if has("k") {
+			t.Fatal("a key outlived a jump past its TTL")
+		}
+
+		// Down: calls fail; back with data: the key is there, and still expires on time.
+		rdb.Set(ctx, "k", "v", 10*time.Second)
+		n.crash()
+		if err := rdb.Get(ctx, "k").Err(); err == nil {
+			t.Fatal("a crashed node answered")
+		}
+		n.restart(true)
+		if !has("k") {
+			t.Fatal("restart keeping data lost the key")
+		}
+		time.Sleep(10 * time.Second)
+		if has("k") {
+			t.Fatal("a key outlived its TTL across a restart")
+		}
+
+		// Back without data.
+		rdb.Set(ctx, "k", "v", 0)
+		n.crash()
+		n.restart(false)
+		rdb.Ping(ctx) // fails on the connection the crash broke, and drops it
+		if has("k") {
+			t.Fatal("restart losing data kept the key")
+		}
+	})
+}
+
+func TestFailoverLosesWhatWasNotReplicated(t *testing.T) {
+	ctx := context.Background()
+	synctest.Test(t, func(t *testing.T) {
+		n := newNode("A", time.Now())
+		defer n.close()
+		n.withReplica()
+		rdb := testClient(t, newLink(n))
+		rdb.Set(ctx, "old", "v", time.Minute)
+		n.replicate()
+		rdb.Set(ctx, "new", "v", time.Minute)
+		n.failover()
+		rdb.Ping(ctx) // fails on the connection to the dead master, and drops it
+		if got, _ := rdb.Exists(ctx, "old", "new").Result(); got != 1 {
+			t.Fatalf("%d keys after failover, want only the replicated one", got)
+		}
+	})
+}
+
+func TestLinkFaults(t *testing.T) {
+	ctx := context.Background()
+	synctest.Test(t, func(t *testing.T) {
+		n := newNode("A", time.Now())
+		defer n.close()
+		l := newLink(n)
+		rdb := testClient(t, l)
+
+		// A lost reply: the command ran, the client never heard.
+		l.setDrop("set")
+		if err := rdb.Set(ctx, "k", "v", 0).Err(); err == nil {
+			t.Fatal("a lost reply arrived")
+		}
+		l.setDrop("")
+		if got, err := rdb.Get(ctx, "k").Result(); err != nil || got != "v" {
+			t.Fatalf("GET = %q, %v: the command behind the lost reply did not run", got, err)
+		}
+
+		// Latency delays the request.
+		l.setLatency(50 * time.Millisecond)
+		start := time.Now()
+		rdb.Get(ctx, "k")
+		if took := time.Since(start); took != 50*time.Millisecond {
+			t.Fatalf("GET took %v, want the 50ms latency exactly", took)
+		}
+		l.setLatency(0)
+
+		// A partition breaks open connections and refuses new ones, until healed.
+		l.setCut(true)
+		if err := rdb.Get(ctx, "k").Err(); err == nil {
+			t.Fatal("GET on a connection open at the cut succeeded")
+		}
+		if err := rdb.Get(ctx, "k").Err(); !errors.Is(err, errPartitioned) {
+			t.Fatalf("GET across a partition: %v", err)
+		}
+		l.setCut(false)
+		if err := rdb.Get(ctx, "k").Err(); err != nil {
+			t.Fatalf("GET after healing: %v", err)
+		}
+	})
+}
+
+func TestClientClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newClientClock(time.Now())
+		c.skew.setRate(0.5)
+		start := c.now()
+		c.sleep(time.Second) // a second on the slow clock is two in true time
+		if got := c.now().Sub(start); got != time.Second {
+			t.Fatalf("clock advanced %v during a 1s sleep on itself", got)
+		}
+		c.skew.setRate(1)
+		c.pauseAfterQuorum(time.Minute)
+		before := time.Now()
+		c.Now() // an attempt's first reading: no pause
+		c.Now() // its second: the pause
+		if got := time.Since(before); got != time.Minute {
+			t.Fatalf("paused %v, want a minute", got)
+		}
+	})
+}

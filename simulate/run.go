@@ -1,0 +1,429 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// Expect is what a scenario should show: "safe" or "violation".
+type Expect string
+
+// Verdict is what a run showed.
+type Verdict string
+
+const (
+	Safe      Expect = "safe"
+	Violation Expect = "violation"
+
+	// Safe: every critical section ended before the next began, no update was lost, the stock
+	// sold out. Violated: two holders acted at once, or an update was lost. Inconclusive: the
+	// run found nothing wrong but did not sell the stock before its time was up.
+	VerdictSafe         Verdict = "safe"
+	VerdictViolated     Verdict = "violation"
+	VerdictInconclusive Verdict = "inconclusive"
+)
+
+// Options tune a run of a scenario.
+type Options struct {
+	// Seed drives every random choice of the run: the fault schedule, which nodes and clients
+	// it hits, the work times.
+	Seed uint64
+	// Scale multiplies every duration of the scenario (the TTL is 10 s at scale 1). Inside a
+	// testing/synctest bubble leave it at 1: virtual time costs nothing. In real time, 0.04
+	// gives a 400 ms TTL. Zero means 1.
+	Scale float64
+	// Stock overrides the scenario's stock when positive: more critical sections.
+	Stock int
+}
+
+// Result is what a run of a scenario found. Times are in scenario time (true time divided by
+// the scale), so that runs at different scales compare.
+type Result struct {
+	Scenario string   `json:"scenario"`
+	Strategy Strategy `json:"strategy"`
+	Row      string   `json:"row"`
+	Expected Expect   `json:"expected"`
+	Observed Verdict  `json:"observed"`
+	OK       bool     `json:"ok"`
+	Note     string   `json:"note,omitempty"` // why OK is false, when the verdict matched
+	Seed     uint64   `json:"seed"`
+
+	Violations    int           `json:"violations"`     // overlapping pairs of critical sections
+	LostUpdates   int           `json:"lost_updates"`   // writes over a version the writer had not read
+	Oversold      int           `json:"oversold"`       // orders beyond the stock
+	Acquisitions  int           `json:"acquisitions"`   // critical sections entered
+	Orders        int           `json:"orders"`         // stock written
+	Aborted       int           `json:"aborted"`        // sections that gave up: validity used up, extend failed
+	Stock         int           `json:"stock"`          // at the start
+	WaitMedian    time.Duration `json:"wait_p50_ns"`    // time to acquire
+	WaitMax       time.Duration `json:"wait_max_ns"`    // longest time to acquire
+	FailedExtends int           `json:"failed_extends"` // extends refused: the lock was lost
+	Elapsed       time.Duration `json:"elapsed_ns"`     // scenario time the run took
+	Schedule      []string      `json:"schedule"`
+
+	Sections []section `json:"-"`
+	Overlaps []overlap `json:"-"`
+	Faults   []Fault   `json:"-"`
+	Clients  int       `json:"-"`
+}
+
+// A Fault is one scheduled event, at a scenario time.
+type Fault struct {
+	At   time.Duration
+	What string
+}
+
+type event struct {
+	at   time.Duration // scenario time, from the start or from client 1's first acquisition
+	held bool          // at counts from client 1's first acquisition
+	what string
+	do   func()
+}
+
+// run is one execution of a scenario: the world it builds and what it records.
+type run struct {
+	sc    Scenario
+	seed  uint64
+	rng   *rand.Rand
+	scale float64
+	start time.Time
+	key   string
+
+	ttl, nodeTimeout, margin, poll time.Duration
+	workMin, workMax               time.Duration
+	fullEvery                      float64
+	chunks                         int
+
+	nodes   []*node
+	clients []*client
+	store   *store
+	rec     recorder
+	events  []event
+	held    bool // events scheduled now count from client 1's first acquisition
+	check   func(*Result) string
+	rdbs    []*redis.Client
+}
+
+// Run executes sc once and checks it. It blocks for the scenario's duration times the scale
+// (or no real time at all inside a testing/synctest bubble).
+func Run(ctx context.Context, sc Scenario, o Options) Result {
+	r := newRun(sc, o)
+	return r.execute(ctx)
+}
+
+// Schedule returns the fault schedule that seed gives sc, without running it.
+func Schedule(sc Scenario, seed uint64) []string {
+	r := newRun(sc, Options{Seed: seed})
+	defer r.closeNodes()
+	return r.schedule()
+}
+
+func newRun(sc Scenario, o Options) *run {
+	sc = sc.withDefaults()
+	scale := o.Scale
+	if scale <= 0 {
+		scale = 1
+	}
+	r := &run{
+		sc:        sc,
+		seed:      o.Seed,
+		rng:       rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed5eed5eed5eed)),
+		scale:     scale,
+		start:     time.Now(),
+		key:       "lock:sku:42",
+		fullEvery: sc.FullEvery,
+		chunks:    sc.Chunks,
+		store:     newStore(sc.Stock),
+	}
+	if o.Stock > 0 {
+		r.store = newStore(o.Stock)
+	}
+	r.ttl = r.d(TTL).Round(time.Millisecond)
+	// The node timeout is small against the TTL, but in real time not below what a loaded
+	// machine needs to schedule a reply.
+	r.nodeTimeout = r.d(300 * time.Millisecond)
+	if scale < 1 {
+		r.nodeTimeout = max(r.nodeTimeout, 30*time.Millisecond)
+	}
+	r.margin = r.d(TTL * 3 / 100)
+	r.poll = r.d(100 * time.Millisecond)
+	r.workMin, r.workMax = r.d(sc.Work[0]), r.d(sc.Work[1])
+	for i := range sc.Nodes {
+		r.nodes = append(r.nodes, newNode(string(rune('A'+i)), r.start))
+	}
+	if sc.Replica {
+		r.nodes[0].withReplica()
+	}
+	for i := range sc.Clients {
+		c := &client{
+			id:    i,
+			held:  make(chan struct{}),
+			clock: newClientClock(r.start),
+			rng:   rand.New(rand.NewPCG(r.rng.Uint64(), r.rng.Uint64())),
+		}
+		for _, n := range r.nodes {
+			c.links = append(c.links, newLink(n))
+		}
+		r.clients = append(r.clients, c)
+	}
+	if sc.setup != nil {
+		sc.setup(r)
+	}
+	slices.SortStableFunc(r.events, func(a, b event) int {
+		if a.held != b.held {
+			if a.held {
+				return 1
+			}
+			return -1
+		}
+		return int(a.at - b.at)
+	})
+	return r
+}
+
+// d scales a scenario duration to true time.
+func (r *run) d(v time.Duration) time.Duration { return time.Duration(float64(v) * r.scale) }
+
+// since is the scenario time of t.
+func (r *run) since(t time.Time) time.Duration {
+	return time.Duration(float64(t.Sub(r.start)) / r.scale)
+}
+
+// at schedules do at scenario time t, or t after client 1 first holds the lock when called
+// from onceHeld.
+func (r *run) at(t time.Duration, what string, do func()) {
+	r.events = append(r.events, event{at: t, held: r.held, what: what, do: do})
+}
+
+// onceHeld makes the events that schedule adds count from client 1's first acquisition, so
+// that a fault aimed at the holder hits it however long the acquisition took in real time.
+func (r *run) onceHeld(schedule func()) {
+	r.held = true
+	schedule()
+	r.held = false
+}
+
+// between draws a scenario duration uniformly from [lo, hi], rounded to 10 ms.
+func (r *run) between(lo, hi time.Duration) time.Duration {
+	return (lo + time.Duration(r.rng.Int64N(int64(hi-lo)+1))).Round(10 * time.Millisecond)
+}
+
+// arm queues p, in scenario time, for client c's next critical section.
+func (r *run) arm(c int, p plan) {
+	p.work, p.pauseInWork, p.margin = r.d(p.work), r.d(p.pauseInWork), r.d(p.margin)
+	p.pauseBefore, p.pauseRelease, p.pauseInUnlock = r.d(p.pauseBefore), r.d(p.pauseRelease), r.d(p.pauseInUnlock)
+	r.clients[c].arm(p)
+}
+
+func (r *run) schedule() []string {
+	var out []string
+	for _, e := range r.events {
+		if e.held {
+			out = append(out, fmt.Sprintf("client 1 holds +%.2fs: %s", e.at.Seconds(), e.what))
+		} else {
+			out = append(out, fmt.Sprintf("t=%6.2fs %s", e.at.Seconds(), e.what))
+		}
+	}
+	return out
+}
+
+func (r *run) redis(l *link) *redis.Client {
+	timeout := r.nodeTimeout * 2
+	rdb := redis.NewClient(&redis.Options{
+		Addr:                     "node-" + l.node.name,
+		Protocol:                 2,
+		Dialer:                   l.dial,
+		MaxRetries:               -1,
+		DialerRetries:            1,
+		DialTimeout:              timeout,
+		ReadTimeout:              timeout,
+		WriteTimeout:             timeout,
+		PoolSize:                 1 << 12, // never trips go-redis's dial-error breaker
+		DisableIdentity:          true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+	r.rdbs = append(r.rdbs, rdb)
+	return rdb
+}
+
+func (r *run) newLocker(c *client) (locker, error) {
+	if r.sc.Strategy == Redlock {
+		var nodes []redis.UniversalClient
+		for _, l := range c.links {
+			nodes = append(nodes, r.redis(l))
+		}
+		lc, err := redlock.New(nodes,
+			redlock.WithClock(c.clock),
+			redlock.WithNodeTimeout(r.nodeTimeout),
+			redlock.WithRetryDelay(r.d(100*time.Millisecond), r.d(300*time.Millisecond)),
+		)
+		if err != nil {
+			return nil, err
+		}
+		return redlockLocker{lc}, nil
+	}
+	return &naive{
+		rdb:       r.redis(c.links[0]),
+		clock:     c.clock,
+		strategy:  r.sc.Strategy,
+		owner:     fmt.Sprintf("client%d", c.id),
+		poll:      r.poll,
+		inRelease: c.inRelease,
+	}, nil
+}
+
+func (r *run) execute(ctx context.Context) Result {
+	horizon := r.d(2*time.Minute + time.Duration(r.store.initial)*3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, horizon)
+	defer cancel()
+
+	for _, c := range r.clients {
+		l, err := r.newLocker(c)
+		if err != nil {
+			panic(err) // the scenario's options are the simulator's own: a bug here
+		}
+		c.lock = l
+	}
+
+	done := make(chan struct{})
+	var bg sync.WaitGroup
+	var fired []Fault
+	var firedMu sync.Mutex
+	fire := func(e event) {
+		e.do()
+		firedMu.Lock()
+		fired = append(fired, Fault{At: r.since(time.Now()), What: e.what})
+		firedMu.Unlock()
+	}
+	// play runs events from base on, in order, until done.
+	play := func(base time.Time, events []event) {
+		for _, e := range events {
+			t := time.NewTimer(time.Until(base.Add(r.d(e.at))))
+			select {
+			case <-t.C:
+				fire(e)
+			case <-done:
+				t.Stop()
+				return
+			}
+		}
+	}
+	split := slices.IndexFunc(r.events, func(e event) bool { return e.held })
+	if split < 0 {
+		split = len(r.events)
+	}
+	bg.Go(func() { play(r.start, r.events[:split]) })
+	if split < len(r.events) {
+		bg.Go(func() {
+			select {
+			case <-r.clients[0].held:
+				play(time.Now(), r.events[split:])
+			case <-done:
+			}
+		})
+	}
+	if r.sc.Replica {
+		bg.Go(func() {
+			t := time.NewTicker(r.d(replicationEvery))
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					r.nodes[0].replicate()
+				case <-done:
+					return
+				}
+			}
+		})
+	}
+	sale, soldOut := context.WithCancel(ctx)
+	r.store.soldOut = soldOut
+	var shoppers sync.WaitGroup
+	for _, c := range r.clients {
+		shoppers.Go(func() { r.shop(sale, ctx, c) })
+	}
+	shoppers.Wait()
+	soldOut()
+	finished := r.store.empty()
+	elapsed := r.since(time.Now())
+	close(done)
+	bg.Wait()
+	cancel()
+	for _, c := range r.clients {
+		c.lock.Close()
+	}
+	for _, rdb := range r.rdbs {
+		rdb.Close()
+	}
+	r.closeNodes()
+
+	res := r.result(finished)
+	res.Elapsed = elapsed
+	slices.SortStableFunc(fired, func(a, b Fault) int { return int(a.At - b.At) })
+	res.Faults = fired
+	return res
+}
+
+func (r *run) closeNodes() {
+	for _, n := range r.nodes {
+		n.close()
+	}
+}
+
+func (r *run) result(finished bool) Result {
+	ss := slices.Clone(r.rec.sections)
+	ov := overlaps(ss)
+	orders, lost, oversold := r.store.tally()
+	res := Result{
+		Scenario:      r.sc.Name,
+		Strategy:      r.sc.Strategy,
+		Row:           r.sc.Row,
+		Expected:      r.sc.Expect,
+		Seed:          r.seed,
+		Violations:    len(ov),
+		LostUpdates:   lost,
+		Oversold:      oversold,
+		Orders:        orders,
+		Stock:         r.store.initial,
+		FailedExtends: r.rec.extends,
+		Schedule:      r.schedule(),
+		Sections:      ss,
+		Overlaps:      ov,
+		Clients:       len(r.clients),
+	}
+	var waits []time.Duration
+	for _, s := range ss {
+		res.Acquisitions++
+		if s.Aborted {
+			res.Aborted++
+		}
+		waits = append(waits, s.Acquired-s.Asked)
+	}
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		res.WaitMedian, res.WaitMax = waits[len(waits)/2], waits[len(waits)-1]
+	}
+	switch {
+	case res.Violations > 0 || lost > 0 || oversold > 0:
+		res.Observed = VerdictViolated
+	case !finished:
+		res.Observed = VerdictInconclusive
+	default:
+		res.Observed = VerdictSafe
+	}
+	res.OK = string(res.Observed) == string(res.Expected)
+	if res.OK && r.check != nil {
+		res.Note = r.check(&res)
+		res.OK = res.Note == ""
+	}
+	return res
+}

@@ -1,0 +1,172 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// A Strategy is a way to lock: this module's redlock, or one of the seeds' naive locks.
+type Strategy string
+
+const (
+	// Redlock is this module's redlock.Client over every node of the cluster.
+	Redlock Strategy = "redlock"
+	// NaiveGetset is seed 000's lock on one node: SET key expiry-timestamp NX PX ttl; a key
+	// whose timestamp has passed on the caller's clock is taken over with GET then GETSET; the
+	// release is the Lua compare-and-delete.
+	NaiveGetset Strategy = "setnx-getset"
+	// NaiveGetsetDel is seed 004's lock: SETNX key expiry-timestamp (no PX), the same takeover,
+	// and a release that does GET then DEL without checking whose value it got.
+	NaiveGetsetDel Strategy = "setnx-getset+get-del"
+	// SingleNode is seeds 001 and 002's lock on one node: SET key token NX PX ttl, released with
+	// the Lua compare-and-delete.
+	SingleNode Strategy = "single-set-nx-px"
+	// SingleNodeGetCompareDel is SingleNode with the release seed 002 warns against: GET,
+	// compare with the token, then DEL, as two commands.
+	SingleNodeGetCompareDel Strategy = "single-set-nx-px+get-cmp-del"
+)
+
+// A locker is one client's lock, whatever the strategy.
+type locker interface {
+	// Lock blocks until it holds key or ctx is done.
+	Lock(ctx context.Context, key string, ttl time.Duration) (holding, error)
+	Close() error
+}
+
+// A holding is one acquisition.
+type holding interface {
+	// Until is the end of the validity on the holder's clock; ok is false when the strategy
+	// promises none (the naive locks), and then the holder never checks.
+	Until() (until time.Time, ok bool)
+	Extend(ctx context.Context, ttl time.Duration) error
+	Unlock(ctx context.Context) error
+}
+
+// redlockLocker adapts redlock.Client.
+type redlockLocker struct{ c *redlock.Client }
+
+func (r redlockLocker) Lock(ctx context.Context, key string, ttl time.Duration) (holding, error) {
+	l, err := r.c.Lock(ctx, key, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return redlockHolding{l}, nil
+}
+
+func (r redlockLocker) Close() error { return r.c.Close() }
+
+type redlockHolding struct{ l *redlock.Lock }
+
+func (h redlockHolding) Until() (time.Time, bool) { return h.l.Until(), true }
+func (h redlockHolding) Extend(ctx context.Context, ttl time.Duration) error {
+	return h.l.Extend(ctx, ttl)
+}
+func (h redlockHolding) Unlock(ctx context.Context) error { return h.l.Unlock(ctx) }
+
+var errNoExtend = errors.New("simulate: this strategy cannot extend")
+
+// naive is the seeds' single-node locks, written the way the seeds write them.
+type naive struct {
+	rdb      *redis.Client
+	clock    *clientClock
+	strategy Strategy
+	owner    string        // names this client in tokens
+	poll     time.Duration // the seeds sleep a fixed time between attempts
+	seq      int
+	// inRelease is called between the GET and the DEL of a two-command release.
+	inRelease func()
+}
+
+var compareAndDelete = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+
+func (n *naive) Lock(ctx context.Context, key string, ttl time.Duration) (holding, error) {
+	for {
+		h, err := n.try(ctx, key, ttl)
+		if h != nil || err != nil && ctx.Err() != nil {
+			return h, err
+		}
+		t := n.clock.NewTimer(n.poll)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (n *naive) try(ctx context.Context, key string, ttl time.Duration) (holding, error) {
+	switch n.strategy {
+	case SingleNode, SingleNodeGetCompareDel:
+		n.seq++
+		token := fmt.Sprintf("%s-%d", n.owner, n.seq)
+		ok, err := n.rdb.SetNX(ctx, key, token, ttl).Result()
+		if err != nil || !ok {
+			return nil, err
+		}
+		return &naiveHolding{n: n, key: key, value: token}, nil
+	default: // the timestamp locks of seeds 000 and 004
+		expiry := strconv.FormatInt(n.clock.now().Add(ttl).UnixMilli(), 10)
+		px := ttl
+		if n.strategy == NaiveGetsetDel {
+			px = 0 // seed 004 sets no expiry on the key
+		}
+		ok, err := n.rdb.SetNX(ctx, key, expiry, px).Result()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &naiveHolding{n: n, key: key, value: expiry}, nil
+		}
+		current, err := n.rdb.Get(ctx, key).Result()
+		if err != nil {
+			return nil, nil // gone meanwhile, or the node failed: try again
+		}
+		if ms, err := strconv.ParseInt(current, 10, 64); err != nil || ms >= n.clock.now().UnixMilli() {
+			return nil, nil // not expired by our clock
+		}
+		old, err := n.rdb.GetSet(ctx, key, expiry).Result()
+		if err != nil || old != current {
+			return nil, nil
+		}
+		return &naiveHolding{n: n, key: key, value: expiry}, nil
+	}
+}
+
+func (n *naive) Close() error { return nil }
+
+type naiveHolding struct {
+	n     *naive
+	key   string
+	value string
+}
+
+func (h *naiveHolding) Until() (time.Time, bool)                    { return time.Time{}, false }
+func (h *naiveHolding) Extend(context.Context, time.Duration) error { return errNoExtend }
+
+func (h *naiveHolding) Unlock(ctx context.Context) error {
+	rdb := h.n.rdb
+	switch h.n.strategy {
+	case NaiveGetsetDel: // seed 004: anyone's value will do
+		if v, err := rdb.Get(ctx, h.key).Result(); err != nil || v == "" {
+			return err
+		}
+		h.n.inRelease()
+		return rdb.Del(ctx, h.key).Err()
+	case SingleNodeGetCompareDel: // seed 002's race: the key may change hands between the two
+		if v, err := rdb.Get(ctx, h.key).Result(); err != nil || v != h.value {
+			return err
+		}
+		h.n.inRelease()
+		return rdb.Del(ctx, h.key).Err()
+	default:
+		return compareAndDelete.Run(ctx, rdb, []string{h.key}, h.value).Err()
+	}
+}

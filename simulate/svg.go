@@ -1,0 +1,107 @@
+package simulate
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"strings"
+	"time"
+)
+
+// The timeline's geometry, in pixels.
+const (
+	svgWidth  = 960
+	svgLeft   = 70 // room for lane names
+	svgRight  = 20 // room after the last tick
+	laneH     = 22 // one client
+	faultH    = 16 // the lane of fault markers
+	panelHead = 26 // the panel's title
+	noteH     = 14 // one line of the fault legend
+	panelGap  = 18 // between panels
+)
+
+// WriteSVG draws each result as a panel: a lane per client with its holdings (light: from
+// acquiring to releasing; dark: from reading the stock to writing it), the faults as numbered
+// markers, and the overlapping critical sections in red.
+func WriteSVG(w io.Writer, rs []Result) error {
+	var b strings.Builder
+	height := 0
+	for _, r := range rs {
+		height += panelHeight(r) + panelGap
+	}
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="monospace" font-size="11">`+"\n", svgWidth, height)
+	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
+	y := 0
+	for _, r := range rs {
+		panel(&b, r, y)
+		y += panelHeight(r) + panelGap
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func panelHeight(r Result) int {
+	return panelHead + faultH + r.Clients*laneH + 20 + len(r.Faults)*noteH
+}
+
+func panel(b *strings.Builder, r Result, y int) {
+	span := r.Elapsed
+	for _, s := range r.Sections {
+		span = max(span, s.Released)
+	}
+	span = max(span, time.Second)
+	plot := svgWidth - svgLeft - svgRight
+	x := func(d time.Duration) float64 { return svgLeft + float64(plot)*float64(d)/float64(span) }
+	width := func(a, z time.Duration) float64 { return max(1.5, x(z)-x(a)) }
+
+	color := "#1a7f37"
+	if r.Observed != VerdictSafe {
+		color = "#cf222e"
+	}
+	fmt.Fprintf(b, `<text x="4" y="%d" font-size="13" font-weight="bold">%s</text>`, y+16, html.EscapeString(r.Scenario))
+	fmt.Fprintf(b, `<text x="%d" y="%d">%s, seed %d: expected %s, observed <tspan fill="%s">%s</tspan>, %d violations, %d acquisitions</text>`+"\n",
+		svgLeft+200, y+16, r.Strategy, r.Seed, r.Expected, color, r.Observed, r.Violations, r.Acquisitions)
+
+	top := y + panelHead
+	lanes := top + faultH
+	bottom := lanes + r.Clients*laneH
+	fmt.Fprintf(b, `<text x="4" y="%d" fill="#9a6700">faults</text>`+"\n", top+11)
+	for i := range r.Clients {
+		ly := lanes + i*laneH
+		fmt.Fprintf(b, `<text x="4" y="%d">client %d</text>`, ly+15, i+1)
+		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#d0d7de"/>`+"\n", svgLeft, ly+laneH/2, svgWidth-svgRight, ly+laneH/2)
+	}
+	// The time axis, a tick every step.
+	step := time.Second
+	for span/step > 12 {
+		step *= 2
+	}
+	for t := time.Duration(0); t <= span; t += step {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#eaeef2"/>`, x(t), top, x(t), bottom)
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#57606a">%gs</text>`+"\n", x(t), bottom+12, t.Seconds())
+	}
+	for _, s := range r.Sections {
+		ly := lanes + s.Client*laneH
+		fmt.Fprintf(b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#b6e3ff"><title>client %d held %.3fs to %.3fs</title></rect>`,
+			x(s.Acquired), ly+4, width(s.Acquired, s.Released), laneH-8, s.Client+1, s.Acquired.Seconds(), s.Released.Seconds())
+		fill := "#0969da"
+		if s.Aborted {
+			fill = "#8c959f"
+		}
+		fmt.Fprintf(b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", x(s.Enter), ly+6, width(s.Enter, s.Exit), laneH-12, fill)
+	}
+	for _, o := range r.Overlaps {
+		for _, i := range []int{o.A, o.B} {
+			s := r.Sections[i]
+			fmt.Fprintf(b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#cf222e" fill-opacity="0.8"><title>overlap %.3fs to %.3fs</title></rect>`+"\n",
+				x(o.From), lanes+s.Client*laneH+3, width(o.From, o.To), laneH-6, o.From.Seconds(), o.To.Seconds())
+		}
+	}
+	for i, f := range r.Faults {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#bf8700" stroke-dasharray="3,2"/>`, x(f.At), top+2, x(f.At), bottom)
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%d" r="6" fill="#bf8700"/><text x="%.1f" y="%d" text-anchor="middle" fill="white" font-size="9">%d</text>`+"\n",
+			x(f.At), top+8, x(f.At), top+11, i+1)
+		fmt.Fprintf(b, `<text x="%d" y="%d" fill="#57606a">%d  t=%.2fs  %s</text>`+"\n", svgLeft, bottom+28+i*noteH, i+1, f.At.Seconds(), html.EscapeString(f.What))
+	}
+}

@@ -1,0 +1,187 @@
+package simulate
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// A store is the resource the lock protects: the seeds' flash-sale stock, kept by the
+// simulator in memory so that every read and write is stamped in true time. A write carries the
+// version its writer read; a write over a newer version is a lost update.
+type store struct {
+	mu          sync.Mutex
+	initial     int
+	stock       int
+	version     int
+	orders      int
+	lostUpdates int
+	soldOut     func() // called when the stock reaches 0
+}
+
+func newStore(stock int) *store { return &store{initial: stock, stock: stock} }
+
+func (s *store) read() (stock, version int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stock, s.version
+}
+
+// sell writes stock-1 as read at version and records the order.
+func (s *store) sell(stock, version int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if version != s.version {
+		s.lostUpdates++
+	}
+	s.stock = stock - 1
+	s.version++
+	s.orders++
+	if s.stock <= 0 && s.soldOut != nil {
+		s.soldOut()
+	}
+}
+
+func (s *store) empty() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stock <= 0
+}
+
+func (s *store) tally() (orders, lost, oversold int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.orders, s.lostUpdates, max(0, s.orders-s.initial)
+}
+
+// A plan changes a client's next critical section; the scenario's faults arm it.
+type plan struct {
+	work          time.Duration // this long instead of a random time; see fullValidity
+	fullValidity  bool          // work until the validity is nearly used up: margin left
+	margin        time.Duration // default 3% of the TTL
+	pauseInWork   time.Duration // stop this long in the middle of the work
+	pauseBefore   time.Duration // stop this long after the last validity check, before the write
+	pauseRelease  time.Duration // stop this long after the write, before the release
+	pauseInUnlock time.Duration // stop this long inside a two-command release
+}
+
+// A client is one buyer process: its clock, its links to the nodes, its lock.
+type client struct {
+	id    int
+	clock *clientClock
+	links []*link
+	lock  locker
+	rng   *rand.Rand // from the run's seeded source; used by this client's goroutine only
+	start time.Duration
+	held  chan struct{} // closed at the client's first acquisition
+	once  sync.Once
+
+	mu    sync.Mutex
+	plans []plan
+	armed time.Duration // the pause inside the current release
+}
+
+// arm queues p for the client's next critical section not yet planned.
+func (c *client) arm(p plan) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.plans = append(c.plans, p)
+}
+
+func (c *client) next() (p plan, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.plans) == 0 {
+		return plan{}, false
+	}
+	p = c.plans[0]
+	c.plans = c.plans[1:]
+	return p, true
+}
+
+func (c *client) inRelease() {
+	c.mu.Lock()
+	d := c.armed
+	c.armed = 0
+	c.mu.Unlock()
+	time.Sleep(d)
+}
+
+// shop is the client's loop: lock, read the stock, work, write stock-1, unlock; until the
+// stock is gone (sale ends) or the run's time is up (ctx ends).
+func (r *run) shop(sale, ctx context.Context, c *client) {
+	time.Sleep(r.d(c.start))
+	for sale.Err() == nil {
+		asked := time.Now()
+		h, err := c.lock.Lock(sale, r.key, r.ttl)
+		if err != nil {
+			continue // Lock gives up only when ctx is done
+		}
+		s := section{Client: c.id, Asked: r.since(asked), Acquired: r.since(time.Now())}
+		c.once.Do(func() { close(c.held) })
+		p, planned := c.next()
+		c.mu.Lock()
+		c.armed = p.pauseInUnlock
+		c.mu.Unlock()
+
+		stock, version := r.store.read()
+		s.Enter = r.since(time.Now())
+		s.Exit = s.Enter
+		soldOut := stock <= 0
+		if !soldOut && r.work(ctx, c, h, p, planned) {
+			time.Sleep(p.pauseBefore)
+			r.store.sell(stock, version)
+			s.Exit = r.since(time.Now())
+			s.Wrote = true
+			time.Sleep(p.pauseRelease)
+		} else if !soldOut {
+			s.Aborted = true
+		}
+		h.Unlock(context.WithoutCancel(ctx))
+		s.Released = r.since(time.Now())
+		r.rec.add(s)
+		if soldOut {
+			return
+		}
+	}
+}
+
+// work spends the critical section's time on the client's clock, checks the validity (for
+// strategies that have one) and extends it when the scenario works in chunks. It reports
+// whether the client may still write.
+func (r *run) work(ctx context.Context, c *client, h holding, p plan, planned bool) bool {
+	d := p.work
+	if !planned || d == 0 && !p.fullValidity {
+		d = r.workMin + time.Duration(c.rng.Int64N(int64(r.workMax-r.workMin)+1))
+		if r.fullEvery > 0 && c.rng.Float64() < r.fullEvery {
+			p.fullValidity = true
+		}
+	}
+	chunks := max(1, r.chunks)
+	for i := range chunks {
+		chunk := d / time.Duration(chunks)
+		if p.fullValidity {
+			margin := r.margin
+			if p.margin > 0 {
+				margin = p.margin
+			}
+			until, _ := h.Until()
+			chunk = until.Sub(c.clock.now()) - margin
+		}
+		c.clock.sleep(chunk)
+		if i == 0 {
+			time.Sleep(p.pauseInWork) // before the first extend, or the validity check
+		}
+		if i < chunks-1 {
+			if err := h.Extend(ctx, r.ttl); err != nil {
+				r.rec.extendFailed(c.id)
+				return false
+			}
+		}
+	}
+	if until, ok := h.Until(); ok && !c.clock.now().Before(until) {
+		return false
+	}
+	return true
+}
