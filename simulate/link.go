@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -40,7 +41,9 @@ func (l *link) dial(context.Context, string, string) (net.Conn, error) {
 		return deadConn(err), nil
 	}
 	c := &faultyConn{Conn: inner, link: l}
+	c.cond = sync.NewCond(&c.mu)
 	l.conns[c] = struct{}{}
+	go c.pump()
 	return c, nil
 }
 
@@ -87,6 +90,33 @@ type faultyConn struct {
 	mu       sync.Mutex
 	lose     int  // replies still to lose
 	deafened bool // a reply was lost: everything after it is discarded too
+
+	// The node's replies, read off the in-memory pipe as they come (pump). A TCP socket
+	// buffers what its reader has not asked for yet; a pipe does not, and a node that pushes a
+	// message (pub/sub) to a client busy elsewhere would block on it, holding its locks.
+	cond     *sync.Cond // on mu: data, an error or a deadline
+	buf      bytes.Buffer
+	rerr     error
+	deadline time.Time
+	timer    *time.Timer
+}
+
+// pump copies the node's replies into buf until the pipe fails or closes.
+func (c *faultyConn) pump() {
+	b := make([]byte, 4096)
+	for {
+		n, err := c.Conn.Read(b)
+		c.mu.Lock()
+		c.buf.Write(b[:n])
+		if err != nil {
+			c.rerr = err
+		}
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (c *faultyConn) Write(p []byte) (int, error) {
@@ -108,30 +138,65 @@ func (c *faultyConn) Write(p []byte) (int, error) {
 }
 
 // Read passes the node's replies through, except the ones to lose: once one is lost, the
-// stream is out of step, so the connection stays deaf until the client gives up on it.
+// stream is out of step, so the connection stays deaf until the client gives up on it. It
+// honours the read deadline as a socket would.
 func (c *faultyConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for {
-		n, err := c.Conn.Read(p)
-		c.mu.Lock()
-		if n > 0 && c.lose > 0 {
-			c.deafened = true
-		}
-		deaf := c.deafened
-		c.mu.Unlock()
-		if !deaf || err != nil {
-			if deaf {
-				n = 0
+		if c.buf.Len() > 0 {
+			if c.lose > 0 {
+				c.deafened = true
 			}
-			return n, err
+			if !c.deafened {
+				return c.buf.Read(p)
+			}
+			c.buf.Reset()
 		}
+		if c.rerr != nil {
+			return 0, c.rerr
+		}
+		if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
+			return 0, os.ErrDeadlineExceeded
+		}
+		c.cond.Wait()
 	}
+}
+
+func (c *faultyConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadline = t
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	if !t.IsZero() {
+		c.timer = time.AfterFunc(time.Until(t), func() {
+			c.mu.Lock()
+			c.cond.Broadcast()
+			c.mu.Unlock()
+		})
+	}
+	c.cond.Broadcast()
+	return nil
+}
+
+func (c *faultyConn) SetDeadline(t time.Time) error {
+	c.SetReadDeadline(t)
+	return c.Conn.SetWriteDeadline(t)
 }
 
 func (c *faultyConn) Close() error {
 	c.link.mu.Lock()
 	delete(c.link.conns, c)
 	c.link.mu.Unlock()
-	return c.Conn.Close()
+	c.mu.Lock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Unlock()
+	return c.Conn.Close() // the pump's Read fails, which wakes any Read here
 }
 
 // deadConn returns a connection that fails every read and write with err.
