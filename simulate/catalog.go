@@ -41,7 +41,7 @@ func (sc Scenario) withDefaults() Scenario {
 	}
 	if sc.Nodes == 0 {
 		sc.Nodes = 5
-		if sc.Strategy != Redlock {
+		if sc.Strategy != Redlock && sc.Strategy != RedlockFencing {
 			sc.Nodes = 1
 		}
 	}
@@ -115,6 +115,15 @@ func Catalog() []Scenario {
 				majority := r.bareMajority(0)
 				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
 				r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false, 0) })
+			},
+		},
+		{
+			Name: "restart-data-lost-fenced", Row: "a node holding the highest fence counter restarts with data loss (hybrid token: the stale write is REJECTED)", Expect: Safe, Strategy: RedlockFencing,
+			setup: func(r *run) {
+				majority := r.bareMajority(0)
+				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false, 0) })
+				r.check = needRefusal
 			},
 		},
 		{
@@ -232,6 +241,16 @@ func Catalog() []Scenario {
 				pause := TTL + r.between(2*time.Second, 5*time.Second)
 				r.arm(0, plan{pauseBefore: pause})
 				r.at(0, fmt.Sprintf("client 1: first section pauses %v after its last validity check, before writing", pause), func() {})
+			},
+		},
+		{
+			Name: "pause-after-acquire-fenced", Row: "client paused longer than the validity after acquiring, with fencing (the stale write is REJECTED)", Expect: Safe, Strategy: RedlockFencing,
+			setup: func(r *run) {
+				r.firstHolder(0)
+				pause := TTL + r.between(2*time.Second, 5*time.Second)
+				r.arm(0, plan{pauseBefore: pause})
+				r.at(0, fmt.Sprintf("client 1: first section pauses %v after its last validity check, before writing with its fencing token", pause), func() {})
+				r.check = needRefusal
 			},
 		},
 		{
@@ -396,4 +415,13 @@ func (r *run) eachLink(n int, f func(*link)) {
 	for _, c := range r.clients {
 		f(c.links[n])
 	}
+}
+
+// needRefusal fails a fencing scenario whose fault never made a holder write with a stale token:
+// "safe" would then prove nothing about fencing.
+func needRefusal(res *Result) string {
+	if res.StaleRefused == 0 {
+		return "no stale write was refused: the fault missed its window"
+	}
+	return ""
 }

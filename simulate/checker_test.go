@@ -30,11 +30,33 @@ func TestOverlaps(t *testing.T) {
 
 func TestStoreCountsLostUpdatesAndOversold(t *testing.T) {
 	st := newStore(1)
-	a, va := st.read()
-	b, vb := st.read() // a second buyer reads before the first writes
-	st.sell(a, va)
-	st.sell(b, vb)
+	a, va := st.read(0)
+	b, vb := st.read(0) // a second buyer reads before the first writes
+	st.sell(a, va, 0)
+	st.sell(b, vb, 0)
 	if orders, lost, oversold := st.tally(); orders != 2 || lost != 1 || oversold != 1 {
 		t.Fatalf("orders %d, lost %d, oversold %d; want 2, 1, 1", orders, lost, oversold)
+	}
+}
+
+// With fencing tokens the same interleaving cannot lose an update: the stale holder (token 1)
+// reads, pauses; the next holder (token 2) reads and writes; the stale write is refused. A
+// stale write is refused too when the newer holder has only read so far.
+func TestFencedStoreRefusesStaleWrites(t *testing.T) {
+	st := newStore(5)
+	a, va := st.read(1)
+	b, vb := st.read(2)
+	if !st.sell(b, vb, 2) {
+		t.Fatal("the current holder's write was refused")
+	}
+	if st.sell(a, va, 1) {
+		t.Fatal("the stale holder's write was accepted")
+	}
+	c, vc := st.read(3)
+	if st.sell(c-1, vc, 2) {
+		t.Fatal("a write with a token below a later reader's was accepted")
+	}
+	if orders, lost, _ := st.tally(); orders != 1 || lost != 0 || st.refusedWrites() != 2 {
+		t.Fatalf("orders %d, lost %d, refused %d; want 1, 0, 2", orders, lost, st.refusedWrites())
 	}
 }

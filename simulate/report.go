@@ -11,7 +11,7 @@ import (
 // WriteTable writes the results as an aligned table, one row per run.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tstrategy\texpected\tobserved\tviolations\tlost\tacquired\twait p50\twait max\tseed\tverdict")
+	fmt.Fprintln(tw, "scenario\tstrategy\texpected\tobserved\tviolations\tlost\trefused\tacquired\twait p50\twait max\tseed\tverdict")
 	for _, r := range rs {
 		verdict := "ok"
 		if !r.OK {
@@ -20,9 +20,9 @@ func WriteTable(w io.Writer, rs []Result) error {
 				verdict += ": " + r.Note
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%s\n",
 			r.Scenario, r.Strategy, r.Expected, r.Observed, r.Violations, r.LostUpdates,
-			r.Acquisitions, seconds(r.WaitMedian), seconds(r.WaitMax), r.Seed, verdict)
+			r.StaleRefused, r.Acquisitions, seconds(r.WaitMedian), seconds(r.WaitMax), r.Seed, verdict)
 	}
 	return tw.Flush()
 }

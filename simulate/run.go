@@ -67,6 +67,7 @@ type Result struct {
 	WaitMedian    time.Duration `json:"wait_p50_ns"`    // time to acquire
 	WaitMax       time.Duration `json:"wait_max_ns"`    // longest time to acquire
 	FailedExtends int           `json:"failed_extends"` // extends refused: the lock was lost
+	StaleRefused  int           `json:"stale_refused"`  // writes the fenced store refused: a lower token than it had seen
 	Elapsed       time.Duration `json:"elapsed_ns"`     // scenario time the run took
 	Schedule      []string      `json:"schedule"`
 
@@ -256,16 +257,20 @@ func (r *run) redis(l *link) *redis.Client {
 }
 
 func (r *run) newLocker(c *client) (locker, error) {
-	if r.sc.Strategy == Redlock {
+	if r.sc.Strategy == Redlock || r.sc.Strategy == RedlockFencing {
 		var nodes []redis.UniversalClient
 		for _, l := range c.links {
 			nodes = append(nodes, r.redis(l))
 		}
-		lc, err := redlock.New(nodes,
+		opts := []redlock.Option{
 			redlock.WithClock(c.clock),
 			redlock.WithNodeTimeout(r.nodeTimeout),
 			redlock.WithRetryDelay(r.d(100*time.Millisecond), r.d(300*time.Millisecond)),
-		)
+		}
+		if r.sc.Strategy == RedlockFencing {
+			opts = append(opts, redlock.WithFencing())
+		}
+		lc, err := redlock.New(nodes, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -383,6 +388,7 @@ func (r *run) result(finished bool) Result {
 	ss := slices.Clone(r.rec.sections)
 	ov := overlaps(ss)
 	orders, lost, oversold := r.store.tally()
+	refused := r.store.refusedWrites()
 	res := Result{
 		Scenario:      r.sc.Name,
 		Strategy:      r.sc.Strategy,
@@ -395,6 +401,7 @@ func (r *run) result(finished bool) Result {
 		Orders:        orders,
 		Stock:         r.store.initial,
 		FailedExtends: r.rec.extends,
+		StaleRefused:  refused,
 		Schedule:      r.schedule(),
 		Sections:      ss,
 		Overlaps:      ov,

@@ -18,6 +18,9 @@ type Strategy string
 const (
 	// Redlock is this module's redlock.Client over every node of the cluster.
 	Redlock Strategy = "redlock"
+	// RedlockFencing is Redlock made WithFencing: every write to the store carries the lock's
+	// fencing token, and the store refuses one lower than the highest it has seen.
+	RedlockFencing Strategy = "redlock+fencing"
 	// NaiveGetset is seed 000's lock on one node: SET key expiry-timestamp NX PX ttl; a key
 	// whose timestamp has passed on the caller's clock is taken over with GET then GETSET; the
 	// release is the Lua compare-and-delete.
@@ -47,6 +50,8 @@ type holding interface {
 	Until() (until time.Time, ok bool)
 	Extend(ctx context.Context, ttl time.Duration) error
 	Unlock(ctx context.Context) error
+	// Fence is the acquisition's fencing token, 0 for strategies without one.
+	Fence() uint64
 }
 
 // redlockLocker adapts redlock.Client.
@@ -69,6 +74,7 @@ func (h redlockHolding) Extend(ctx context.Context, ttl time.Duration) error {
 	return h.l.Extend(ctx, ttl)
 }
 func (h redlockHolding) Unlock(ctx context.Context) error { return h.l.Unlock(ctx) }
+func (h redlockHolding) Fence() uint64                    { return h.l.Fence() }
 
 var errNoExtend = errors.New("simulate: this strategy cannot extend")
 
@@ -150,6 +156,7 @@ type naiveHolding struct {
 
 func (h *naiveHolding) Until() (time.Time, bool)                    { return time.Time{}, false }
 func (h *naiveHolding) Extend(context.Context, time.Duration) error { return errNoExtend }
+func (h *naiveHolding) Fence() uint64                               { return 0 }
 
 func (h *naiveHolding) Unlock(ctx context.Context) error {
 	rdb := h.n.rdb

@@ -18,20 +18,33 @@ type store struct {
 	orders      int
 	lostUpdates int
 	soldOut     func() // called when the stock reaches 0
+	// With fencing: the highest token seen on any access, and the writes refused for carrying
+	// a lower one. A token of 0 (no fencing) is never checked.
+	highest uint64
+	refused int
 }
 
 func newStore(stock int) *store { return &store{initial: stock, stock: stock} }
 
-func (s *store) read() (stock, version int) {
+// read returns the stock and its version; a fencing token raises the highest token seen, so
+// that a holder whose lock expired before this reader's cannot write afterwards.
+func (s *store) read(fence uint64) (stock, version int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.highest = max(s.highest, fence)
 	return s.stock, s.version
 }
 
-// sell writes stock-1 as read at version and records the order.
-func (s *store) sell(stock, version int) {
+// sell writes stock-1 as read at version and records the order. With a fencing token lower
+// than the highest the store has seen, it refuses the write and reports false.
+func (s *store) sell(stock, version int, fence uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if fence != 0 && fence < s.highest {
+		s.refused++
+		return false
+	}
+	s.highest = max(s.highest, fence)
 	if version != s.version {
 		s.lostUpdates++
 	}
@@ -41,6 +54,13 @@ func (s *store) sell(stock, version int) {
 	if s.stock <= 0 && s.soldOut != nil {
 		s.soldOut()
 	}
+	return true
+}
+
+func (s *store) refusedWrites() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 func (s *store) empty() bool {
@@ -125,15 +145,16 @@ func (r *run) shop(sale, ctx context.Context, c *client) {
 		c.armed = p.pauseInUnlock
 		c.mu.Unlock()
 
-		stock, version := r.store.read()
+		stock, version := r.store.read(h.Fence())
 		s.Enter = r.since(time.Now())
 		s.Exit = s.Enter
 		soldOut := stock <= 0
 		if !soldOut && r.work(ctx, c, h, p, planned) {
 			time.Sleep(p.pauseBefore)
-			r.store.sell(stock, version)
-			s.Exit = r.since(time.Now())
-			s.Wrote = true
+			if r.store.sell(stock, version, h.Fence()) { // else refused: it wrote nothing
+				s.Exit = r.since(time.Now())
+				s.Wrote = true
+			}
 			time.Sleep(p.pauseRelease)
 		} else if !soldOut {
 			s.Aborted = true
