@@ -8,8 +8,9 @@ GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-test: lint bench-check ## vet, gofmt, then every test with -race (needs redis-server: a missing one fails)
-	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
+test: lint bench-check ## vet, gofmt, every test with -race, then the full simulator catalog (needs redis-server: a missing one fails)
+	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -short -count=1 ./...
+	$(GO) test -count=1 -run '^TestCatalog$$' ./simulate
 
 lint: ## go vet and a gofmt check
 	$(GO) vet ./...
