@@ -77,6 +77,8 @@ type Server struct {
 	Addr string
 	args []string
 	dir  string
+	// user and pass log the readiness check in, for servers that require an ACL user.
+	user, pass string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -104,6 +106,15 @@ func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	Require(t)
 	s := &Server{args: args, dir: t.TempDir()}
+	if err := s.listen(); err != nil {
+		t.Fatalf("redistest: start redis-server: %v", err)
+	}
+	t.Cleanup(s.kill)
+	return s
+}
+
+// listen starts s on a free loopback port.
+func (s *Server) listen() error {
 	var err error
 	for range 5 { // a free port may be taken between finding and binding it
 		var port int
@@ -112,14 +123,10 @@ func Start(t testing.TB, args ...string) *Server {
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		if err = s.start(); err == nil {
-			break
+			return nil
 		}
 	}
-	if err != nil {
-		t.Fatalf("redistest: start redis-server: %v", err)
-	}
-	t.Cleanup(s.kill)
-	return s
+	return err
 }
 
 // StartN starts n servers.
@@ -164,7 +171,7 @@ func (s *Server) start() error {
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1,
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: s.user, Password: s.pass, MaxRetries: -1,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
