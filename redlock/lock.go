@@ -244,33 +244,25 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 // keep extends l by ttl whenever a third of the ttl is left, until stop or the lock ends.
 func (l *Lock) keep(ctx context.Context, ttl time.Duration, stop, lost <-chan struct{}) {
 	c := l.c
-	for {
-		wait := l.Until().Sub(c.clock.Now()) - ttl/3
-		if wait < 0 {
-			wait = 0
-		}
-		t := c.clock.NewTimer(wait)
+	// wait pauses for d on the client's clock and reports whether to go on.
+	wait := func(d time.Duration) bool {
+		t := c.clock.NewTimer(max(d, 0))
+		defer t.Stop()
 		select {
 		case <-stop:
-			t.Stop()
-			return
+			return false
 		case <-lost:
-			t.Stop()
-			return
+			return false
 		case <-t.C:
+			return true
 		}
+	}
+	for wait(l.Until().Sub(c.clock.Now()) - ttl/3) {
 		if err := l.Extend(ctx, ttl); err != nil {
 			c.log.DebugContext(ctx, "redlock: extension failed; retrying while the lock is valid", "key", l.key, "err", err)
 			// Try again soon: Lost closes by itself when the validity runs out first.
-			t := c.clock.NewTimer(min(c.retryDelay(), ttl/10))
-			select {
-			case <-stop:
-				t.Stop()
+			if !wait(min(c.retryDelay(), ttl/10)) {
 				return
-			case <-lost:
-				t.Stop()
-				return
-			case <-t.C:
 			}
 		}
 	}
