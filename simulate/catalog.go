@@ -111,18 +111,12 @@ func Catalog() []Scenario {
 		},
 		{
 			Name: "restart-data-lost", Row: "a node of the holder's majority restarts at once, data lost", Expect: Violation,
-			setup: func(r *run) {
-				majority := r.bareMajority(0)
-				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
-				r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false, 0) })
-			},
+			setup: restartHolderNode,
 		},
 		{
 			Name: "restart-data-lost-fenced", Row: "a node holding the highest fence counter restarts with data loss (hybrid token: the stale write is REJECTED)", Expect: Safe, Strategy: RedlockFencing,
 			setup: func(r *run) {
-				majority := r.bareMajority(0)
-				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
-				r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false, 0) })
+				restartHolderNode(r)
 				r.check = needRefusal
 			},
 		},
@@ -236,20 +230,12 @@ func Catalog() []Scenario {
 		},
 		{
 			Name: "pause-after-acquire", Row: "client paused longer than the validity after acquiring (no fencing)", Expect: Violation,
-			setup: func(r *run) {
-				r.firstHolder(0)
-				pause := TTL + r.between(2*time.Second, 5*time.Second)
-				r.arm(0, plan{pauseBefore: pause})
-				r.at(0, fmt.Sprintf("client 1: first section pauses %v after its last validity check, before writing", pause), func() {})
-			},
+			setup: pauseHolderBeforeWrite,
 		},
 		{
 			Name: "pause-after-acquire-fenced", Row: "client paused longer than the validity after acquiring, with fencing (the stale write is REJECTED)", Expect: Safe, Strategy: RedlockFencing,
 			setup: func(r *run) {
-				r.firstHolder(0)
-				pause := TTL + r.between(2*time.Second, 5*time.Second)
-				r.arm(0, plan{pauseBefore: pause})
-				r.at(0, fmt.Sprintf("client 1: first section pauses %v after its last validity check, before writing with its fencing token", pause), func() {})
+				pauseHolderBeforeWrite(r)
 				r.check = needRefusal
 			},
 		},
@@ -424,4 +410,20 @@ func needRefusal(res *Result) string {
 		return "no stale write was refused: the fault missed its window"
 	}
 	return ""
+}
+
+// restartHolderNode restarts, empty and at once, one node of the three that client 1 holds.
+func restartHolderNode(r *run) {
+	majority := r.bareMajority(0)
+	r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+	r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false, 0) })
+}
+
+// pauseHolderBeforeWrite pauses client 1's first section past its validity, after its last
+// validity check and before its write.
+func pauseHolderBeforeWrite(r *run) {
+	r.firstHolder(0)
+	pause := TTL + r.between(2*time.Second, 5*time.Second)
+	r.arm(0, plan{pauseBefore: pause})
+	r.at(0, fmt.Sprintf("client 1: first section pauses %v after its last validity check, before writing", pause), func() {})
 }
