@@ -22,29 +22,42 @@ type Reply[T any] struct {
 	Err   error
 }
 
-// A Round is one call fanned out to every node. Its methods are not safe for concurrent use:
-// one goroutine decides, then at most one collects the rest.
+// A Round is one call fanned out to every node. Decide, Linger and Rest are not safe for
+// concurrent use: one goroutine decides, then at most one collects the rest. Go and Put are.
 type Round[T any] struct {
 	replies chan Reply[T]
-	arrived []bool
+	n       int
 	waiting int // replies not yet read from the channel
+}
+
+// New returns a Round over n nodes that expects exactly one reply from each, from Go or Put.
+func New[T any](n int) *Round[T] {
+	return &Round[T]{replies: make(chan Reply[T], n), n: n, waiting: n}
 }
 
 // Start calls call(ctx, i) for every node i in [0, n), each in its own goroutine tracked by wg,
 // and returns at once. Bounding the calls in time is the caller's business: Decide stops waiting
 // when told to, and a call that goes on anyway ends when call returns.
 func Start[T any](ctx context.Context, wg *sync.WaitGroup, n int, call func(ctx context.Context, node int) (T, error)) *Round[T] {
-	r := &Round[T]{replies: make(chan Reply[T], n), arrived: make([]bool, n), waiting: n}
-	wg.Add(n)
+	r := New[T](n)
 	for i := range n {
-		go func() { // not wg.Go: its wrapper would cost an allocation a node
-			defer wg.Done()
-			v, err := call(ctx, i)
-			r.replies <- Reply[T]{Node: i, Value: v, Err: err}
-		}()
+		r.Go(ctx, wg, i, call)
 	}
 	return r
 }
+
+// Go calls call(ctx, node) in a goroutine tracked by wg; its result is node's reply.
+func (r *Round[T]) Go(ctx context.Context, wg *sync.WaitGroup, node int, call func(ctx context.Context, node int) (T, error)) {
+	wg.Add(1)
+	go func() { // not wg.Go: its wrapper would cost an allocation a node
+		defer wg.Done()
+		v, err := call(ctx, node)
+		r.Put(Reply[T]{Node: node, Value: v, Err: err})
+	}()
+}
+
+// Put delivers a reply obtained elsewhere than by Go; it never blocks. Each node gets one reply.
+func (r *Round[T]) Put(rep Reply[T]) { r.replies <- rep }
 
 // An Outcome is what a Round had shown when it was decided.
 type Outcome[T any] struct {
@@ -62,14 +75,13 @@ type Outcome[T any] struct {
 // reach, or until done is closed or deadline fires (nodes that have not replied by then count as
 // failed). Either channel may be nil.
 func (r *Round[T]) Decide(need int, done <-chan struct{}, deadline <-chan time.Time) Outcome[T] {
-	n := len(r.arrived)
+	n := r.n
 	out := Outcome[T]{Replies: make([]Reply[T], 0, n)}
 	ok, failed := 0, 0
 	for ok < need && failed <= n-need && r.waiting > 0 {
 		select {
 		case rep := <-r.replies:
 			r.waiting--
-			r.arrived[rep.Node] = true
 			out.Replies = append(out.Replies, rep)
 			if rep.Err == nil {
 				ok++
@@ -85,10 +97,10 @@ func (r *Round[T]) Decide(need int, done <-chan struct{}, deadline <-chan time.T
 	out.Quorum = ok >= need
 	if r.waiting > 0 {
 		out.Pending = make([]int, 0, r.waiting)
-	}
-	for i, got := range r.arrived {
-		if !got {
-			out.Pending = append(out.Pending, i)
+		for i := range n {
+			if !slices.ContainsFunc(out.Replies, func(rep Reply[T]) bool { return rep.Node == i }) {
+				out.Pending = append(out.Pending, i)
+			}
 		}
 	}
 	return out
@@ -101,20 +113,17 @@ func (r *Round[T]) Linger(out *Outcome[T], deadline <-chan time.Time) {
 		select {
 		case rep := <-r.replies:
 			r.waiting--
-			r.arrived[rep.Node] = true
 			out.Replies = append(out.Replies, rep)
+			out.Pending = slices.DeleteFunc(out.Pending, func(i int) bool { return i == rep.Node })
 		case <-deadline:
 			return
 		}
-		out.Pending = slices.DeleteFunc(out.Pending, func(i int) bool { return r.arrived[i] })
 	}
 }
 
 // Rest waits for the replies still in flight after Decide and calls f with each as it arrives.
 func (r *Round[T]) Rest(f func(Reply[T])) {
 	for ; r.waiting > 0; r.waiting-- {
-		rep := <-r.replies
-		r.arrived[rep.Node] = true
-		f(rep)
+		f(<-r.replies)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/quorum"
 )
 
 // A Lock is one acquisition of a key. Its methods are safe for concurrent use.
@@ -25,6 +27,11 @@ type Lock struct {
 	lost   chan struct{} // made by the first Lost call; closed when ended
 	timer  *time.Timer   // ends the lock at until, armed by the first Lost call
 	onLost func()        // Do's cancellation of fn
+
+	// pending are the nodes whose acquisition reply had not come when the lock was granted,
+	// until it comes; unlocking is the first Unlock's round, which waits for their releases.
+	pending   []int
+	unlocking *quorum.Round[struct{}]
 }
 
 // Key returns the key as given to Lock or TryLock, without the client's prefix.
@@ -183,22 +190,66 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // release is announced to waiting Lock calls of every Client.
 func (l *Lock) Unlock(ctx context.Context) error {
 	c := l.c
-	l.end()
 	if err := c.enter(); err != nil {
+		l.end()
 		return errors.Join(ErrNotHeld, err)
 	}
 	defer c.leave()
 
-	ctx = context.WithoutCancel(ctx)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
 	keys, args := []string{l.stored}, []any{l.token, c.channel}
-	out := ask(c, ctx, c.nodeTimeout, func(ctx context.Context, i int) (struct{}, error) {
+	call := func(ctx context.Context, i int) (struct{}, error) {
 		return struct{}{}, c.release(ctx, i, keys, args)
-	})
+	}
+	// A node whose acquisition reply is still in flight is released by late once the reply is
+	// in (a release sent now could overtake the SET): the first Unlock waits for that.
+	r := quorum.New[struct{}](len(c.nodes))
+	l.mu.Lock()
+	l.endLocked()
+	first := l.unlocking == nil
+	if first {
+		l.unlocking = r
+	}
+	for i := range c.nodes {
+		if !first || !slices.Contains(l.pending, i) {
+			r.Go(callCtx, &c.bg, i, call)
+		}
+	}
+	l.mu.Unlock()
+	out := decide(c, callCtx, r)
+	drain(c, r, out, cancel, nil)
 	c.wake.notify(l.stored) // this Client's own waiters need not wait for the announcement
 	if out.Quorum {
 		return nil
 	}
 	return errors.Join(append([]error{ErrNotHeld}, nodeErrors(c, ctx, out, c.nodeTimeout)...)...)
+}
+
+// late takes an acquisition reply that came after the lock was granted. If the lock has ended
+// since (a quick Unlock overtook the reply), the node may have taken the key after its release:
+// release it now, and tell the first Unlock how that went.
+func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Duration) {
+	l.mu.Lock()
+	l.pending = slices.DeleteFunc(l.pending, func(i int) bool { return i == rep.Node })
+	ended, r := l.ended, l.unlocking
+	l.mu.Unlock()
+	if !ended {
+		return
+	}
+	if r == nil { // ended by its validity or an Extend, not by Unlock
+		if !errors.Is(rep.Err, errTaken) {
+			l.c.rollback(ctx, rep.Node, l.stored, l.token, ttl)
+		}
+		return
+	}
+	err := errNotOwner
+	if !errors.Is(rep.Err, errTaken) {
+		err = l.c.undo(ctx, rep.Node, l.stored, l.token, ttl)
+	}
+	r.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
 }
 
 // Do acquires key like Lock, runs fn, and releases the lock when fn returns. While fn runs the

@@ -322,15 +322,8 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lin
 		granted = granted && now.Before(until)
 	}
 	if granted {
-		l := &Lock{c: c, key: key, stored: stored, token: token, fence: fence, until: until}
-		// A SET that lands after the lock ended (a quick Unlock overtook it) would stay until
-		// the ttl: release such a node again once its late reply is in.
-		relCtx := context.WithoutCancel(ctx)
-		drain(c, r, out, cancel, func(rep quorum.Reply[grant]) {
-			if !errors.Is(rep.Err, errTaken) && l.hasEnded() {
-				c.rollback(relCtx, rep.Node, stored, token, ttl)
-			}
-		})
+		l := &Lock{c: c, key: key, stored: stored, token: token, fence: fence, until: until, pending: out.Pending}
+		drain(c, r, out, cancel, func(rep quorum.Reply[grant]) { l.late(ctx, rep, ttl) })
 		return l, attemptResult{}
 	}
 
@@ -343,19 +336,18 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lin
 
 	// Roll back: release wherever our SET may have landed, that is everywhere but the nodes
 	// that clearly said no; a node still in flight is released once its reply is in.
-	relCtx := context.WithoutCancel(ctx)
 	votes := 0
 	for _, rep := range out.Replies {
 		if rep.Err == nil {
 			votes++
 		}
 		if !errors.Is(rep.Err, errTaken) {
-			c.bg.Go(func() { c.rollback(relCtx, rep.Node, stored, token, ttl) })
+			c.bg.Go(func() { c.rollback(ctx, rep.Node, stored, token, ttl) })
 		}
 	}
 	drain(c, r, out, cancel, func(rep quorum.Reply[grant]) {
 		if !errors.Is(rep.Err, errTaken) {
-			c.rollback(relCtx, rep.Node, stored, token, ttl)
+			c.rollback(ctx, rep.Node, stored, token, ttl)
 		}
 	})
 
@@ -483,14 +475,20 @@ func drain[T any](c *Client, r *quorum.Round[T], out quorum.Outcome[T], cancel c
 	})
 }
 
-// rollback releases one node after a failed attempt. It runs after the caller may have given
-// up, so it is bounded by the TTL: by then the key has expired anyway.
+// rollback releases one node after a failed attempt, or after the lock ended; a failure is
+// logged (the key expires with its ttl).
 func (c *Client) rollback(ctx context.Context, node int, stored, token string, ttl time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, ttl)
-	defer cancel()
-	if err := c.release(ctx, node, []string{stored}, []any{token, ""}); err != nil && !errors.Is(err, errNotOwner) {
+	if err := c.undo(ctx, node, stored, token, ttl); err != nil && !errors.Is(err, errNotOwner) {
 		c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", node, "key", stored, "err", err)
 	}
+}
+
+// undo releases one node without announcing it. It runs after the caller may have given up, so
+// it ignores ctx's cancellation and is bounded by the ttl instead: by then the key has expired.
+func (c *Client) undo(ctx context.Context, node int, stored, token string, ttl time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+	defer cancel()
+	return c.release(ctx, node, []string{stored}, []any{token, ""})
 }
 
 // release compare-and-deletes the key on one node: keys are the stored key, args the token and

@@ -2,15 +2,18 @@ package redlock_test
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/clock"
@@ -290,6 +293,50 @@ func TestUnlock(t *testing.T) {
 	cancel()
 	if err := l2.Unlock(cancelled); err != nil {
 		t.Fatalf("Unlock with a cancelled context: %v", err)
+	}
+}
+
+// A quick Unlock overtakes the SETs still in flight to two slow nodes: it returns on the three
+// that answered, and each slow node, once its SET lands, is released, exactly once.
+func TestUnlockReleasesNodesWhoseSetCameLate(t *testing.T) {
+	src, err := os.ReadFile("scripts/release.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := fmt.Sprintf("%x", sha1.Sum(src))
+	ms, c := cluster(t, 5)
+	gate := make(chan struct{})
+	var releases [5]atomic.Int32
+	for i, m := range ms {
+		m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
+			switch {
+			case cmd == "SET" && i >= 3:
+				<-gate
+			case cmd == "EVALSHA" && args[0] == release:
+				releases[i].Add(1)
+			}
+			return false
+		})
+	}
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		close(gate)
+		t.Fatal(err)
+	}
+	err = l.Unlock(ctx)
+	close(gate)
+	if err != nil {
+		t.Fatalf("Unlock = %v, want nil: three nodes answered", err)
+	}
+	c.Close() // waits for the late SETs and their releases
+	for i, m := range ms {
+		if m.Exists("k") {
+			t.Errorf("node %d kept the key", i)
+		}
+		if n := releases[i].Load(); n != 1 {
+			t.Errorf("node %d was released %d times, want 1", i, n)
+		}
 	}
 }
 
