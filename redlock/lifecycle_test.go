@@ -253,3 +253,69 @@ func TestRealServersDoLosesLockWhenMajorityStops(t *testing.T) {
 		t.Fatalf("fn was cancelled after the key expired on a running node (pttl %v)", pttl)
 	}
 }
+
+// Waiters of separate Clients (processes) queue on the nodes: a release wakes only the one that
+// began waiting first, so they are served in that order, and neither polls (the fallback timer
+// is an hour). The queue is empty once both are done.
+func TestReleaseWakesTheWaiterFirstInQueue(t *testing.T) {
+	ms := redistest.Minis(t, 3)
+	client := func() *redlock.Client {
+		c, err := redlock.New(redistest.MiniClients(t, ms), redlock.WithNodeTimeout(2*time.Second),
+			redlock.WithRetryDelay(time.Hour, time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	ctx := context.Background()
+	held, err := client().Lock(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range ms { // else a waiter may win a node whose SET is still in flight
+		redistest.Eventually(t, fmt.Sprintf("node %d holds the key", i), func() bool { return m.Exists("k") })
+	}
+	queued := func(n int) func() bool {
+		return func() bool {
+			for _, m := range ms {
+				if got, _ := m.ZMembers("queue:{k}"); len(got) != n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	order := make(chan string, 2)
+	var wg sync.WaitGroup
+	for i, name := range []string{"first", "second"} {
+		c := client()
+		wg.Go(func() {
+			l, err := c.Lock(ctx, "k", time.Minute)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			order <- name
+			time.Sleep(20 * time.Millisecond) // the other one must not get in meanwhile
+			if err := l.Unlock(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+		redistest.Eventually(t, fmt.Sprintf("%d waiters queued on every node", i+1), queued(i+1))
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(order)
+	if a, b := <-order, <-order; a != "first" || b != "second" {
+		t.Fatalf("served %q then %q, want first then second", a, b)
+	}
+	for i, m := range ms {
+		if m.Exists("queue:{k}") {
+			got, _ := m.ZMembers("queue:{k}")
+			t.Errorf("node %d: queue left with %v", i, got)
+		}
+	}
+}

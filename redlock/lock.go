@@ -20,6 +20,7 @@ type Lock struct {
 	stored string // with the client's prefix
 	token  string
 	fence  uint64
+	waiter string // the name in the key's queue of the Lock call that waited for it, if any
 
 	mu     sync.Mutex
 	until  time.Time
@@ -200,7 +201,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		ctx = context.WithoutCancel(ctx)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-	keys, args := []string{l.stored}, []any{l.token, c.channel}
+	keys, args := l.releaseKeys()
 	call := func(ctx context.Context, i int) (struct{}, error) {
 		return struct{}{}, c.release(ctx, i, keys, args)
 	}
@@ -228,6 +229,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return errors.Join(append([]error{ErrNotHeld}, nodeErrors(c, ctx, out, c.nodeTimeout)...)...)
 }
 
+// releaseKeys returns the release script's keys and arguments for Unlock: announce the release,
+// and take the waiter that acquired the lock, if any, out of the key's queue.
+func (l *Lock) releaseKeys() ([]string, []any) {
+	return []string{l.stored, queueKey(l.stored)}, []any{l.token, l.c.channel, l.waiter}
+}
+
 // late takes an acquisition reply that came after the lock was granted. If the lock has ended
 // since (a quick Unlock overtook the reply), the node may have taken the key after its release:
 // release it now, and tell the first Unlock how that went.
@@ -247,7 +254,10 @@ func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Durat
 	}
 	err := errNotOwner
 	if !errors.Is(rep.Err, errTaken) {
-		err = l.c.undo(ctx, rep.Node, l.stored, l.token, ttl)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+		keys, args := l.releaseKeys()
+		err = l.c.release(ctx, rep.Node, keys, args)
+		cancel()
 	}
 	r.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
 }

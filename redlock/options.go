@@ -72,7 +72,10 @@ func WithRetryDelay(min, max time.Duration) Option {
 }
 
 // WithKeyPrefix puts p before every key on the nodes, for namespacing: Lock(ctx, "k", ttl)
-// stores p+"k". Lock.Key still returns "k". Default "" (the key is stored as given).
+// stores p+"k". Lock.Key still returns "k". Default "" (the key is stored as given). Beside the
+// key, a node may hold the key's queue of waiting Lock calls, "queue:{key}" with the prefix
+// inside the braces (a sorted set that expires a ttl after its last waiter joined), and with
+// WithFencing its counter, "fence:{key}". Releases are announced on channel p+"redlock:released".
 func WithKeyPrefix(p string) Option {
 	return func(o *options) error {
 		o.prefix = p

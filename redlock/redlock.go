@@ -134,12 +134,16 @@ func (c *Client) Close() error {
 // Lock acquires key for ttl, retrying until it succeeds, ctx is done or the Client is closed.
 //
 // It does not poll. After a failed attempt, the Client's waiters for one key queue behind each
-// other, so that only one of them contends with other processes at a time; that one listens
-// for releases (Unlock announces them on every node; one subscription per node serves the whole
-// Client) and tries again the moment one is announced. A jittered timer (WithRetryDelay) is the
-// fallback for lost announcements and for locks that expire instead of being released. When an
-// attempt lost a split vote (it won some nodes, another process won others, nobody a majority),
-// the contender that won more nodes retries first, so that they do not collide again.
+// other, so that only one of them contends with other processes at a time. That one's attempts
+// put it in the key's queue on the nodes (see WithKeyPrefix for the key names); Unlock
+// announces a release on every node (one subscription per node serves the whole Client) and
+// names the waiter first in that node's queue, which alone tries again at once. So waiters of
+// different processes are served in the order they began waiting, and a release does not wake
+// them all to split the nodes between them. A jittered timer (WithRetryDelay) is the fallback
+// for lost announcements, for waiters not named and for locks that expire instead of being
+// released. When an attempt still lost a split vote (it won some nodes, another process won
+// others, nobody a majority), the contender that won more nodes retries first, so that they do
+// not collide again.
 //
 // On failure the error wraps ErrNotAcquired, the last attempt's *NodeError for each node that
 // did not say yes, and ctx.Err() or ErrClosed when that is what ended the wait.
@@ -151,7 +155,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 	a := attemptResult{err: ErrNotAcquired}
 	if !c.queue.busy(stored) { // else this Client's waiters came first: queue behind them
 		var l *Lock
-		l, a = c.attempt(ctx, key, ttl, false)
+		l, a = c.attempt(ctx, key, ttl, nil)
 		if l != nil || ctx.Err() != nil || errors.Is(a.err, ErrClosed) {
 			return l, a.err
 		}
@@ -170,11 +174,10 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 	if err := c.await(ctx, ready, c.nodeTimeout); err != nil {
 		return nil, errors.Join(a.err, err)
 	}
-
 	how, splits := "queued", 0
 	for {
 		// Listening now, so a release after this attempt is heard.
-		l, a := c.attempt(ctx, key, ttl, true)
+		l, a := c.attempt(ctx, key, ttl, w)
 		if l != nil {
 			c.log.DebugContext(ctx, "redlock: acquired", "key", key, "after", how)
 			return l, nil
@@ -238,7 +241,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 	if err := c.check(key, ttl); err != nil {
 		return nil, err
 	}
-	l, a := c.attempt(ctx, key, ttl, false)
+	l, a := c.attempt(ctx, key, ttl, nil)
 	return l, a.err
 }
 
@@ -286,19 +289,29 @@ type attemptResult struct {
 // attempt is one acquisition: SET NX PX on every node at once, a decision at quorum, and the
 // roll-back of every node that may hold the key when the decision is no.
 //
-// With linger, a failed attempt waits for the replies still in flight, at most as long again as
-// the decision took, so that its vote count is true: a contender that won nodes it had not heard
-// from yet would otherwise believe it won none and wait for an announcement that never comes.
-func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, linger bool) (*Lock, attemptResult) {
+// A waiting Lock call passes its waiter w: a node that finds the key taken then puts w in the
+// key's queue, from which releases name the next contender. With w, a failed attempt also waits
+// for the replies still in flight, at most as long again as the decision took, so that its vote
+// count is true: a contender that won nodes it had not heard from yet would otherwise believe it
+// won none and wait for an announcement that never comes.
+func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, w *waiter) (*Lock, attemptResult) {
 	if err := c.enter(); err != nil {
 		return nil, attemptResult{err: errors.Join(ErrNotAcquired, err)}
 	}
 	defer c.leave()
 	token := newToken()
 	stored := c.prefix + key
-	var fenceKey, ms string
-	if c.fencing {
-		fenceKey, ms = "fence:{"+stored+"}", strconv.FormatInt(ttl.Milliseconds(), 10)
+	var keys []string // the acquire script's; nil for a plain SET NX PX
+	var args []any
+	if c.fencing || w != nil {
+		keys = []string{stored, queueKey(stored)}
+		if c.fencing {
+			keys = append(keys, "fence:{"+stored+"}")
+		}
+		args = []any{token, strconv.FormatInt(ttl.Milliseconds(), 10), "", ""}
+		if w != nil {
+			args[2], args[3] = w.id, w.score
+		}
 	}
 
 	start := c.clock.Now()
@@ -307,7 +320,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lin
 	callCtx, cancel := context.WithTimeout(ctx, wait)
 	var value any = token // boxed once, not once a node
 	r := quorum.Start(callCtx, &c.bg, len(c.nodes), func(ctx context.Context, i int) (grant, error) {
-		return c.acquireOn(ctx, i, stored, fenceKey, value, ttl, ms)
+		return c.acquireOn(ctx, i, stored, value, ttl, keys, args)
 	})
 	out := decide(c, callCtx, r)
 	now := c.clock.Now()
@@ -317,18 +330,21 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lin
 	var fenceErrs []error
 	if granted && c.fencing {
 		fence = fenceToken(out.Replies)
-		granted, fenceErrs = c.fenceRound(ctx, stored, fenceKey, token, fence, until)
+		granted, fenceErrs = c.fenceRound(ctx, keys, token, fence, until)
 		now = c.clock.Now()
 		granted = granted && now.Before(until)
 	}
 	if granted {
 		l := &Lock{c: c, key: key, stored: stored, token: token, fence: fence, until: until, pending: out.Pending}
+		if w != nil {
+			l.waiter = w.id
+		}
 		drain(c, r, out, cancel, func(rep quorum.Reply[grant]) { l.late(ctx, rep, ttl) })
 		return l, attemptResult{}
 	}
 
 	elapsed := now.Sub(start)
-	if linger && len(out.Pending) > 0 && ctx.Err() == nil {
+	if w != nil && len(out.Pending) > 0 && ctx.Err() == nil {
 		t := c.clock.NewTimer(max(elapsed, minSplitUnit))
 		r.Linger(&out, t.C)
 		t.Stop()
@@ -377,32 +393,38 @@ type grant struct {
 	micros  uint64 // the node's TIME in microseconds
 }
 
-// acquireOn asks node i for the key: SET NX PX, or with fencing round 1's script.
-func (c *Client) acquireOn(ctx context.Context, i int, stored, fenceKey string, token any, ttl time.Duration, ms string) (grant, error) {
-	if !c.fencing {
+// acquireOn asks node i for the key: a plain SET NX PX, or the acquire script when keys are
+// given (a contender in the queue, or fencing's round 1).
+func (c *Client) acquireOn(ctx context.Context, i int, stored string, token any, ttl time.Duration, keys []string, args []any) (grant, error) {
+	if keys == nil {
 		ok, err := c.nodes[i].SetNX(ctx, stored, token, ttl).Result()
 		if err == nil && !ok {
 			err = errTaken
 		}
 		return grant{}, err
 	}
-	vals, err := acquireFencedScript.Run(ctx, c.nodes[i], []string{stored, fenceKey}, token, ms).Slice()
+	vals, err := acquireScript.Run(ctx, c.nodes[i], keys, args...).Slice()
 	switch {
 	case err != nil:
 		return grant{}, err
-	case len(vals) == 1:
+	case len(vals) == 1 && vals[0] == int64(0):
 		return grant{}, errTaken
-	case len(vals) != 4:
-		return grant{}, fmt.Errorf("fencing round 1: unexpected reply %v", vals)
+	case len(vals) == 1 && !c.fencing:
+		return grant{}, nil
+	case len(vals) != 4 || !c.fencing:
+		return grant{}, fmt.Errorf("acquire: unexpected reply %v", vals)
 	}
 	var n [3]uint64
 	for j := range n {
 		if n[j], err = strconv.ParseUint(fmt.Sprint(vals[j+1]), 10, 64); err != nil {
-			return grant{}, fmt.Errorf("fencing round 1: reply %v: %w", vals, err)
+			return grant{}, fmt.Errorf("acquire: reply %v: %w", vals, err)
 		}
 	}
 	return grant{counter: n[0], micros: n[1]*1_000_000 + n[2]}, nil
 }
+
+// queueKey names the queue of contenders waiting for the key stored.
+func queueKey(stored string) string { return "queue:{" + stored + "}" }
 
 // fenceToken is the fencing token for the nodes that said yes: the larger of their highest
 // counter + 1 and the median of their clocks, which one far-off clock cannot move.
@@ -420,8 +442,9 @@ func fenceToken(replies []quorum.Reply[grant]) uint64 {
 }
 
 // fenceRound is fencing's round 2: raise the counter to fence on every node still holding our
-// key, and report whether a quorum did so before until.
-func (c *Client) fenceRound(ctx context.Context, stored, fenceKey, token string, fence uint64, until time.Time) (bool, []error) {
+// key, and report whether a quorum did so before until. keys are the acquire script's: the
+// stored key, its queue and its fencing counter.
+func (c *Client) fenceRound(ctx context.Context, keys []string, token string, fence uint64, until time.Time) (bool, []error) {
 	wait := until.Sub(c.clock.Now())
 	if wait <= 0 {
 		return false, []error{}
@@ -429,7 +452,7 @@ func (c *Client) fenceRound(ctx context.Context, stored, fenceKey, token string,
 	wait = min(c.nodeTimeout, wait)
 	t := strconv.FormatUint(fence, 10)
 	out := ask(c, ctx, wait, func(ctx context.Context, i int) (struct{}, error) {
-		n, err := fenceScript.Run(ctx, c.nodes[i], []string{stored, fenceKey}, token, t).Int()
+		n, err := fenceScript.Run(ctx, c.nodes[i], []string{keys[0], keys[2]}, token, t).Int()
 		if err == nil && n == 0 {
 			err = errNotOwner
 		}

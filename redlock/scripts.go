@@ -14,13 +14,13 @@ var (
 	releaseSource string
 	//go:embed scripts/extend.lua
 	extendSource string
-	//go:embed scripts/acquire_fenced.lua
-	acquireFencedSource string
+	//go:embed scripts/acquire.lua
+	acquireSource string
 	//go:embed scripts/fence.lua
 	fenceSource string
 
-	releaseScript       = redis.NewScript(releaseSource)
-	extendScript        = redis.NewScript(extendSource)
-	acquireFencedScript = redis.NewScript(acquireFencedSource)
-	fenceScript         = redis.NewScript(fenceSource)
+	releaseScript = redis.NewScript(releaseSource)
+	extendScript  = redis.NewScript(extendSource)
+	acquireScript = redis.NewScript(acquireSource)
+	fenceScript   = redis.NewScript(fenceSource)
 )

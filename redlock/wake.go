@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -22,10 +24,14 @@ type releases struct {
 	waiters   map[string]map[*waiter]struct{}
 }
 
-// A waiter is one Lock call waiting for a key (stored form) to be released.
+// A waiter is one Lock call waiting for a key (stored form) to be released. Its attempts put
+// it in the key's queue on the nodes, and a release names the waiter first in its node's queue:
+// only that waiter is woken, so that the others do not all contend for the key at once.
 type waiter struct {
-	key  string
-	wake chan struct{} // one pending wake-up is enough
+	key   string
+	id    string        // its name in the queue: random, as unique as a token
+	score string        // its place in the queue: when it began waiting, in Unix microseconds
+	wake  chan struct{} // one pending wake-up is enough
 }
 
 // join registers a waiter for key and returns it with a channel that is closed once releases
@@ -52,7 +58,7 @@ func (r *releases) join(key string) (*waiter, <-chan struct{}) {
 			c.bg.Go(func() { r.receive(i, ps) })
 		}
 	}
-	w := &waiter{key: key, wake: make(chan struct{}, 1)}
+	w := &waiter{key: key, id: newToken(), score: strconv.FormatInt(c.clock.Now().UnixMicro(), 10), wake: make(chan struct{}, 1)}
 	if r.waiters[key] == nil {
 		r.waiters[key] = make(map[*waiter]struct{})
 	}
@@ -115,11 +121,19 @@ func (r *releases) confirm(i int) {
 	}
 }
 
-// notify wakes the waiters for key.
-func (r *releases) notify(key string) {
+// notify wakes the waiters for a released key. A message from a node is the key, a newline and
+// the waiter the node named (see release.lua): only that one is woken, unless nobody is named.
+func (r *releases) notify(msg string) {
+	key, next := msg, ""
+	if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+		key, next = msg[:i], msg[i+1:]
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for w := range r.waiters[key] {
+		if next != "" && w.id != next {
+			continue
+		}
 		select {
 		case w.wake <- struct{}{}:
 		default:

@@ -1,10 +1,19 @@
--- Compare-and-delete: remove KEYS[1] only while it holds this acquisition's token ARGV[1], and
--- announce the release on channel ARGV[2] (the key as message) unless ARGV[2] is empty.
+-- Compare-and-delete: remove KEYS[1] only while it holds this acquisition's token ARGV[1].
+-- Unless ARGV[2] is empty, announce the release on channel ARGV[2]: the key, a newline, and the
+-- waiter first in the key's queue KEYS[2], taken off the queue (nothing after the newline when
+-- the queue is empty); only that waiter wakes, so that the contenders do not all try at once.
+-- ARGV[3], when not empty, is the waiter that had acquired the lock: it leaves the queue first,
+-- whether or not the key is still ours on this node.
+-- KEYS[2] and ARGV[3] are needed only to announce.
 -- Returns 1 when the key was ours and is gone, 0 when it was absent or someone else's.
+if ARGV[2] ~= "" and ARGV[3] ~= "" then
+	redis.call("ZREM", KEYS[2], ARGV[3])
+end
 if redis.call("GET", KEYS[1]) == ARGV[1] then
 	redis.call("DEL", KEYS[1])
 	if ARGV[2] ~= "" then
-		redis.call("PUBLISH", ARGV[2], KEYS[1])
+		local next = redis.call("ZPOPMIN", KEYS[2])[1]
+		redis.call("PUBLISH", ARGV[2], KEYS[1] .. "\n" .. (next or ""))
 	end
 	return 1
 end
