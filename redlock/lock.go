@@ -20,7 +20,10 @@ type Lock struct {
 	stored string // with the client's prefix
 	token  string
 	fence  uint64
-	waiter string // the name in the key's queue of the Lock call that waited for it, if any
+	// The release script's keys and arguments for Unlock, made once, only read: announce the
+	// release, and take the waiter that acquired the lock, if any, out of the key's queue.
+	relKeys []string
+	relArgs []any
 
 	mu     sync.Mutex
 	until  time.Time
@@ -201,7 +204,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		ctx = context.WithoutCancel(ctx)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-	keys, args := l.releaseKeys()
+	keys, args := l.relKeys, l.relArgs
 	call := func(ctx context.Context, i int) (struct{}, error) {
 		return struct{}{}, c.release(ctx, i, keys, args)
 	}
@@ -229,12 +232,6 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return errors.Join(append([]error{ErrNotHeld}, nodeErrors(c, ctx, out, c.nodeTimeout)...)...)
 }
 
-// releaseKeys returns the release script's keys and arguments for Unlock: announce the release,
-// and take the waiter that acquired the lock, if any, out of the key's queue.
-func (l *Lock) releaseKeys() ([]string, []any) {
-	return []string{l.stored, queueKey(l.stored)}, []any{l.token, l.c.channel, l.waiter}
-}
-
 // late takes an acquisition reply that came after the lock was granted. If the lock has ended
 // since (a quick Unlock overtook the reply), the node may have taken the key after its release:
 // release it now, and tell the first Unlock how that went.
@@ -255,8 +252,7 @@ func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Durat
 	err := errNotOwner
 	if !errors.Is(rep.Err, errTaken) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
-		keys, args := l.releaseKeys()
-		err = l.c.release(ctx, rep.Node, keys, args)
+		err = l.c.release(ctx, rep.Node, l.relKeys, l.relArgs)
 		cancel()
 	}
 	r.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})

@@ -41,12 +41,13 @@ var _ conn = redis.UniversalClient(nil)
 // A Client locks keys across a fixed set of independent Redis masters. It is safe for
 // concurrent use. It does not own the go-redis clients it was given: Close leaves them open.
 type Client struct {
-	nodes   []conn
-	addrs   []string
-	quorum  int
-	channel string // where Unlock announces releases: the prefix + "redlock:released"
-	wake    releases
-	queue   turns
+	nodes    []conn
+	addrs    []string
+	quorum   int
+	channel  string // where Unlock announces releases: the prefix + "redlock:released"
+	announce any    // channel, boxed once
+	wake     releases
+	queue    turns
 	options
 
 	// mu orders Close after every call in progress, so that no goroutine is added to bg once
@@ -96,6 +97,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		}
 	}
 	c.channel = c.prefix + "redlock:released"
+	c.announce = c.channel
 	c.wake.c = c
 	return c, nil
 }
@@ -336,9 +338,11 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, w *
 	}
 	if granted {
 		l := &Lock{c: c, key: key, stored: stored, token: token, fence: fence, until: until, pending: out.Pending}
+		var waiter any = ""
 		if w != nil {
-			l.waiter = w.id
+			waiter = w.id
 		}
+		l.relKeys, l.relArgs = []string{stored, queueKey(stored)}, []any{value, c.announce, waiter}
 		drain(c, r, out, cancel, func(rep quorum.Reply[grant]) { l.late(ctx, rep, ttl) })
 		return l, attemptResult{}
 	}
