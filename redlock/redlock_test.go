@@ -268,6 +268,14 @@ func TestUnlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every SET has landed (an absent key could be one still in flight), so that once released
+	// the nodes stay free for the second owner.
+	for i, m := range ms {
+		redistest.Eventually(t, fmt.Sprintf("node %d holds the first token", i), func() bool {
+			got, _ := m.Get("k")
+			return got == l.Token()
+		})
+	}
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
