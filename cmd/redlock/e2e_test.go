@@ -222,8 +222,9 @@ func noPassword(t *testing.T, outs ...string) {
 
 func TestExecPassesExitStatusAndReleases(t *testing.T) {
 	c := startCluster(t)
-	// The command sees the lock held on every node while it runs.
-	script := fmt.Sprintf(`%s status --key job | grep -q "verdict: held on a quorum (3/3 nodes)" || exit 99; exit 7`, binary)
+	// The command sees the lock held while it runs (on 2 or 3 nodes: Lock returns at a quorum,
+	// and the third SET may still be in flight under load).
+	script := fmt.Sprintf(`%s status --key job | grep -q "verdict: held on a quorum ([23]/3 nodes)" || exit 99; exit 7`, binary)
 	code, stdout, stderr := runCmd(t, []string{"REDLOCK_NODES=" + c.nodes}, "exec", "--key", "job", "--ttl", "5s", "--", "sh", "-c", script)
 	if code != 7 {
 		t.Fatalf("exit status %d, want the command's 7\nstdout: %s\nstderr: %s", code, stdout, stderr)
