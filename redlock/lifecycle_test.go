@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -317,5 +318,71 @@ func TestReleaseWakesTheWaiterFirstInQueue(t *testing.T) {
 			got, _ := m.ZMembers("queue:{k}")
 			t.Errorf("node %d: queue left with %v", i, got)
 		}
+	}
+}
+
+// A Client that waited for a key lately makes even its first attempt as a waiter, so that it
+// does not cut ahead of waiters already queued: B, released and locking again at once, is served
+// after C and E, which queued before it.
+func TestLockingAgainQueuesBehindWaiters(t *testing.T) {
+	ms := redistest.Minis(t, 3)
+	client := func() *redlock.Client {
+		c, err := redlock.New(redistest.MiniClients(t, ms), redlock.WithNodeTimeout(2*time.Second),
+			redlock.WithRetryDelay(time.Hour, time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	ctx := context.Background()
+	held, err := client().Lock(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range ms {
+		redistest.Eventually(t, fmt.Sprintf("node %d holds the key", i), func() bool { return m.Exists("k") })
+	}
+	var mu sync.Mutex
+	var order []string
+	hold := func(c *redlock.Client, name string) error {
+		l, err := c.Lock(ctx, "k", time.Minute)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		return l.Unlock(ctx)
+	}
+	var wg sync.WaitGroup
+	for i, name := range []string{"B", "C", "E"} {
+		c := client()
+		wg.Go(func() {
+			if err := hold(c, name); err != nil {
+				t.Error(err)
+			}
+			if name == "B" {
+				if err := hold(c, "B again"); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+		redistest.Eventually(t, fmt.Sprintf("%d waiters queued on every node", i+1), func() bool {
+			for _, m := range ms {
+				if got, _ := m.ZMembers("queue:{k}"); len(got) != i+1 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if want := []string{"B", "C", "E", "B again"}; !slices.Equal(order, want) {
+		t.Fatalf("served %q, want %q", order, want)
 	}
 }

@@ -75,7 +75,8 @@ func WithRetryDelay(min, max time.Duration) Option {
 // stores p+"k". Lock.Key still returns "k". Default "" (the key is stored as given). Beside the
 // key, a node may hold the key's queue of waiting Lock calls, "queue:{key}" with the prefix
 // inside the braces (a sorted set that expires a ttl after its last waiter joined), and with
-// WithFencing its counter, "fence:{key}". Releases are announced on channel p+"redlock:released".
+// WithFencing its counter, "fence:{key}". Releases are announced on channel p+"redlock:released",
+// or, when they name a waiter, on its Client's own channel, p+"redlock:released:" and an id.
 func WithKeyPrefix(p string) Option {
 	return func(o *options) error {
 		o.prefix = p

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,6 +47,8 @@ type Client struct {
 	quorum   int
 	channel  string // where Unlock announces releases: the prefix + "redlock:released"
 	announce any    // channel, boxed once
+	id       string // names the Client's waiters, and its own channel: channel + ":" + id
+	waiters  atomic.Uint64
 	wake     releases
 	queue    turns
 	options
@@ -98,6 +101,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	c.channel = c.prefix + "redlock:released"
 	c.announce = c.channel
+	c.id = newToken()
 	c.wake.c = c
 	return c, nil
 }
@@ -138,14 +142,17 @@ func (c *Client) Close() error {
 // It does not poll. After a failed attempt, the Client's waiters for one key queue behind each
 // other, so that only one of them contends with other processes at a time. That one's attempts
 // put it in the key's queue on the nodes (see WithKeyPrefix for the key names); Unlock
-// announces a release on every node (one subscription per node serves the whole Client) and
-// names the waiter first in that node's queue, which alone tries again at once. So waiters of
-// different processes are served in the order they began waiting, and a release does not wake
-// them all to split the nodes between them. A jittered timer (WithRetryDelay) is the fallback
-// for lost announcements, for waiters not named and for locks that expire instead of being
+// announces a release on every node, naming the waiter first in that node's queue to that
+// waiter's Client (one subscription per node serves the whole Client), and the waiter named
+// alone tries again at once. A Lock call for a key the Client waited for lately does not cut
+// ahead of the queue either: its first attempt joins it when another waiter heads it. So
+// waiters of different processes are served in the order they began waiting, and a release
+// does not wake them all to split the nodes between them. A jittered timer (WithRetryDelay)
+// is the fallback for lost announcements, for waiters not named (one that gave up or crashed
+// is named once, then dropped from the queue) and for locks that expire instead of being
 // released. When an attempt still lost a split vote (it won some nodes, another process won
-// others, nobody a majority), the contender that won more nodes retries first, so that they do
-// not collide again.
+// others, nobody a majority), the contender that won more nodes retries first, so that they
+// do not collide again.
 //
 // On failure the error wraps ErrNotAcquired, the last attempt's *NodeError for each node that
 // did not say yes, and ctx.Err() or ErrClosed when that is what ended the wait.
@@ -154,13 +161,24 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 		return nil, err
 	}
 	stored := c.prefix + key
+	// A key this Client waited for lately is likely to have waiters in other processes: then
+	// even the first attempt is made as a waiter that does not cut ahead of them.
+	var w *waiter
+	polite := c.queue.contended(stored, c.clock.Now())
+	if polite {
+		w = c.newWaiter(stored)
+	}
 	a := attemptResult{err: ErrNotAcquired}
 	if !c.queue.busy(stored) { // else this Client's waiters came first: queue behind them
 		var l *Lock
-		l, a = c.attempt(ctx, key, ttl, nil)
+		l, a = c.attempt(ctx, key, ttl, w, polite)
 		if l != nil || ctx.Err() != nil || errors.Is(a.err, ErrClosed) {
 			return l, a.err
 		}
+	} else {
+		// Its turn comes from a waiter of this Client, which may still head the queue while
+		// its release is in flight: a polite attempt would wait behind it for nothing.
+		polite = false
 	}
 
 	// Contended: wait for our turn among this Client's waiters, then listen for releases.
@@ -168,8 +186,12 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 		return nil, errors.Join(a.err, err)
 	}
 	defer c.queue.give(stored)
-	w, ready := c.wake.join(stored)
+	defer func() { c.queue.mark(stored, c.clock.Now().Add(ttl)) }()
 	if w == nil {
+		w = c.newWaiter(stored)
+	}
+	ready := c.wake.join(w)
+	if ready == nil {
 		return nil, errors.Join(a.err, ErrClosed)
 	}
 	defer c.wake.leave(w)
@@ -178,8 +200,9 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 	}
 	how, splits := "queued", 0
 	for {
-		// Listening now, so a release after this attempt is heard.
-		l, a := c.attempt(ctx, key, ttl, w)
+		// Listening now, so a release after this attempt is heard. Only a waiter woken by
+		// its name or by the timer takes the key ahead of others in the queue.
+		l, a := c.attempt(ctx, key, ttl, w, polite && how == "queued")
 		if l != nil {
 			c.log.DebugContext(ctx, "redlock: acquired", "key", key, "after", how)
 			return l, nil
@@ -243,7 +266,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 	if err := c.check(key, ttl); err != nil {
 		return nil, err
 	}
-	l, a := c.attempt(ctx, key, ttl, nil)
+	l, a := c.attempt(ctx, key, ttl, nil, false)
 	return l, a.err
 }
 
@@ -296,7 +319,7 @@ type attemptResult struct {
 // for the replies still in flight, at most as long again as the decision took, so that its vote
 // count is true: a contender that won nodes it had not heard from yet would otherwise believe it
 // won none and wait for an announcement that never comes.
-func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, w *waiter) (*Lock, attemptResult) {
+func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, w *waiter, polite bool) (*Lock, attemptResult) {
 	if err := c.enter(); err != nil {
 		return nil, attemptResult{err: errors.Join(ErrNotAcquired, err)}
 	}
@@ -310,9 +333,12 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, w *
 		if c.fencing {
 			keys = append(keys, "fence:{"+stored+"}")
 		}
-		args = []any{token, strconv.FormatInt(ttl.Milliseconds(), 10), "", ""}
+		args = []any{token, strconv.FormatInt(ttl.Milliseconds(), 10), "", "", ""}
 		if w != nil {
 			args[2], args[3] = w.id, w.score
+		}
+		if polite {
+			args[4] = "1"
 		}
 	}
 

@@ -3,13 +3,15 @@ package redlock
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // turns queues a Client's waiters for one key behind each other, so that they do not contend
 // with one another on the nodes: only the waiter whose turn it is makes attempts.
 type turns struct {
-	mu   sync.Mutex
-	keys map[string]*turn
+	mu     sync.Mutex
+	keys   map[string]*turn
+	recent map[string]time.Time // keys waited for lately, until when they count as contended
 }
 
 type turn struct {
@@ -23,6 +25,31 @@ func (q *turns) busy(key string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.keys[key] != nil
+}
+
+// maxRecent bounds the keys remembered as contended; past it, the memory starts afresh.
+const maxRecent = 1024
+
+// mark remembers key as contended until until.
+func (q *turns) mark(key string, until time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.recent == nil || len(q.recent) >= maxRecent {
+		q.recent = make(map[string]time.Time)
+	}
+	q.recent[key] = until
+}
+
+// contended reports whether key was waited for lately, as of now.
+func (q *turns) contended(key string, now time.Time) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	until, ok := q.recent[key]
+	if ok && !now.Before(until) {
+		delete(q.recent, key)
+		return false
+	}
+	return ok
 }
 
 // take waits for key's turn; give must follow when it returns nil.

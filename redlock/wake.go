@@ -29,23 +29,29 @@ type releases struct {
 // only that waiter is woken, so that the others do not all contend for the key at once.
 type waiter struct {
 	key   string
-	id    string        // its name in the queue: random, as unique as a token
+	id    string        // its name in the queue: the Client's id, a dot and a number
 	score string        // its place in the queue: when it began waiting, in Unix microseconds
 	wake  chan struct{} // one pending wake-up is enough
 }
 
-// join registers a waiter for key and returns it with a channel that is closed once releases
-// will be heard from a quorum of nodes. It returns nil when the Client is closed.
-func (r *releases) join(key string) (*waiter, <-chan struct{}) {
+// newWaiter returns a waiter for key (stored form), placed in the queue as of now.
+func (c *Client) newWaiter(key string) *waiter {
+	id := c.id + "." + strconv.FormatUint(c.waiters.Add(1), 10)
+	return &waiter{key: key, id: id, score: strconv.FormatInt(c.clock.Now().UnixMicro(), 10), wake: make(chan struct{}, 1)}
+}
+
+// join registers w and returns a channel that is closed once releases will be heard from a
+// quorum of nodes. It returns nil when the Client is closed.
+func (r *releases) join(w *waiter) <-chan struct{} {
 	c := r.c
 	if c.enter() != nil {
-		return nil, nil
+		return nil
 	}
 	defer c.leave()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil, nil
+		return nil
 	}
 	if r.subs == nil {
 		r.subs = make([]*redis.PubSub, len(c.nodes))
@@ -58,12 +64,11 @@ func (r *releases) join(key string) (*waiter, <-chan struct{}) {
 			c.bg.Go(func() { r.receive(i, ps) })
 		}
 	}
-	w := &waiter{key: key, id: newToken(), score: strconv.FormatInt(c.clock.Now().UnixMicro(), 10), wake: make(chan struct{}, 1)}
-	if r.waiters[key] == nil {
-		r.waiters[key] = make(map[*waiter]struct{})
+	if r.waiters[w.key] == nil {
+		r.waiters[w.key] = make(map[*waiter]struct{})
 	}
-	r.waiters[key][w] = struct{}{}
-	return w, r.ready
+	r.waiters[w.key][w] = struct{}{}
+	return r.ready
 }
 
 func (r *releases) leave(w *waiter) {
@@ -80,7 +85,7 @@ func (r *releases) leave(w *waiter) {
 func (r *releases) receive(i int, ps *redis.PubSub) {
 	c := r.c
 	ctx := context.Background()
-	if err := ps.Subscribe(ctx, c.channel); err != nil {
+	if err := ps.Subscribe(ctx, c.channel, c.channel+":"+c.id); err != nil {
 		c.log.Debug("redlock: subscribe failed; retrying", "node", i, "err", err)
 	}
 	for {

@@ -1,7 +1,9 @@
 -- Compare-and-delete: remove KEYS[1] only while it holds this acquisition's token ARGV[1].
--- Unless ARGV[2] is empty, announce the release on channel ARGV[2]: the key, a newline, and the
--- waiter first in the key's queue KEYS[2], taken off the queue (nothing after the newline when
--- the queue is empty); only that waiter wakes, so that the contenders do not all try at once.
+-- Unless ARGV[2] is empty, announce the release: the key, a newline, and the waiter first in the
+-- key's queue KEYS[2], taken off the queue; only that waiter wakes, so that the contenders do not
+-- all try at once. A waiter's name is its Client's id, a dot and a number, and the announcement
+-- goes to that Client's channel, ARGV[2] .. ":" .. id. When the queue is empty it goes to
+-- ARGV[2], which every Client hears, with nothing after the newline.
 -- ARGV[3], when not empty, is the waiter that had acquired the lock: it leaves the queue first,
 -- whether or not the key is still ours on this node.
 -- KEYS[2] and ARGV[3] are needed only to announce.
@@ -13,7 +15,11 @@ if redis.call("GET", KEYS[1]) == ARGV[1] then
 	redis.call("DEL", KEYS[1])
 	if ARGV[2] ~= "" then
 		local next = redis.call("ZPOPMIN", KEYS[2])[1]
-		redis.call("PUBLISH", ARGV[2], KEYS[1] .. "\n" .. (next or ""))
+		if next then
+			redis.call("PUBLISH", ARGV[2] .. ":" .. string.match(next, "^[^.]*"), KEYS[1] .. "\n" .. next)
+		else
+			redis.call("PUBLISH", ARGV[2], KEYS[1] .. "\n")
+		end
 	end
 	return 1
 end
