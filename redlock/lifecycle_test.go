@@ -255,12 +255,12 @@ func TestRealServersDoLosesLockWhenMajorityStops(t *testing.T) {
 	}
 }
 
-// Waiters of separate Clients (processes) queue on the nodes: a release wakes only the one that
-// began waiting first, so they are served in that order, and neither polls (the fallback timer
-// is an hour). The queue is empty once both are done.
-func TestReleaseWakesTheWaiterFirstInQueue(t *testing.T) {
+// queueing starts three miniredis nodes, a first Client holding "k" on all of them, and a
+// function making more Clients, which wait only for announcements (the fallback timer is an
+// hour). queued waits until n waiters are in the key's queue on every node.
+func queueing(t *testing.T) (held *redlock.Lock, client func() *redlock.Client, queued func(n int)) {
 	ms := redistest.Minis(t, 3)
-	client := func() *redlock.Client {
+	client = func() *redlock.Client {
 		c, err := redlock.New(redistest.MiniClients(t, ms), redlock.WithNodeTimeout(2*time.Second),
 			redlock.WithRetryDelay(time.Hour, time.Hour))
 		if err != nil {
@@ -269,24 +269,39 @@ func TestReleaseWakesTheWaiterFirstInQueue(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	ctx := context.Background()
-	held, err := client().Lock(ctx, "k", time.Minute)
+	held, err := client().Lock(context.Background(), "k", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, m := range ms { // else a waiter may win a node whose SET is still in flight
 		redistest.Eventually(t, fmt.Sprintf("node %d holds the key", i), func() bool { return m.Exists("k") })
 	}
-	queued := func(n int) func() bool {
-		return func() bool {
+	queued = func(n int) {
+		redistest.Eventually(t, fmt.Sprintf("%d waiters queued on every node", n), func() bool {
 			for _, m := range ms {
 				if got, _ := m.ZMembers("queue:{k}"); len(got) != n {
 					return false
 				}
 			}
 			return true
-		}
+		})
 	}
+	t.Cleanup(func() {
+		for i, m := range ms {
+			if got, _ := m.ZMembers("queue:{k}"); !t.Failed() && len(got) > 0 {
+				t.Errorf("node %d: queue left with %v", i, got)
+			}
+		}
+	})
+	return held, client, queued
+}
+
+// Waiters of separate Clients (processes) queue on the nodes: a release wakes only the one that
+// began waiting first, so they are served in that order, and neither polls (the fallback timer
+// is an hour). The queue is empty once both are done.
+func TestReleaseWakesTheWaiterFirstInQueue(t *testing.T) {
+	held, client, queued := queueing(t)
+	ctx := context.Background()
 	order := make(chan string, 2)
 	var wg sync.WaitGroup
 	for i, name := range []string{"first", "second"} {
@@ -303,7 +318,7 @@ func TestReleaseWakesTheWaiterFirstInQueue(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		redistest.Eventually(t, fmt.Sprintf("%d waiters queued on every node", i+1), queued(i+1))
+		queued(i + 1)
 	}
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -313,36 +328,14 @@ func TestReleaseWakesTheWaiterFirstInQueue(t *testing.T) {
 	if a, b := <-order, <-order; a != "first" || b != "second" {
 		t.Fatalf("served %q then %q, want first then second", a, b)
 	}
-	for i, m := range ms {
-		if m.Exists("queue:{k}") {
-			got, _ := m.ZMembers("queue:{k}")
-			t.Errorf("node %d: queue left with %v", i, got)
-		}
-	}
 }
 
 // A Client that waited for a key lately makes even its first attempt as a waiter, so that it
 // does not cut ahead of waiters already queued: B, released and locking again at once, is served
 // after C and E, which queued before it.
 func TestLockingAgainQueuesBehindWaiters(t *testing.T) {
-	ms := redistest.Minis(t, 3)
-	client := func() *redlock.Client {
-		c, err := redlock.New(redistest.MiniClients(t, ms), redlock.WithNodeTimeout(2*time.Second),
-			redlock.WithRetryDelay(time.Hour, time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	held, client, queued := queueing(t)
 	ctx := context.Background()
-	held, err := client().Lock(ctx, "k", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, m := range ms {
-		redistest.Eventually(t, fmt.Sprintf("node %d holds the key", i), func() bool { return m.Exists("k") })
-	}
 	var mu sync.Mutex
 	var order []string
 	hold := func(c *redlock.Client, name string) error {
@@ -369,14 +362,7 @@ func TestLockingAgainQueuesBehindWaiters(t *testing.T) {
 				}
 			}
 		})
-		redistest.Eventually(t, fmt.Sprintf("%d waiters queued on every node", i+1), func() bool {
-			for _, m := range ms {
-				if got, _ := m.ZMembers("queue:{k}"); len(got) != i+1 {
-					return false
-				}
-			}
-			return true
-		})
+		queued(i + 1)
 	}
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
