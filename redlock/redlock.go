@@ -318,7 +318,8 @@ type attemptResult struct {
 // key's queue, from which releases name the next contender. With w, a failed attempt also waits
 // for the replies still in flight, at most as long again as the decision took, so that its vote
 // count is true: a contender that won nodes it had not heard from yet would otherwise believe it
-// won none and wait for an announcement that never comes.
+// won none and wait for an announcement that never comes. With polite, a node where another
+// waiter heads the queue puts w in it rather than give it the key, even a free key.
 func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, w *waiter, polite bool) (*Lock, attemptResult) {
 	if err := c.enter(); err != nil {
 		return nil, attemptResult{err: errors.Join(ErrNotAcquired, err)}
