@@ -20,8 +20,9 @@ type Lock struct {
 	stored string // with the client's prefix
 	token  string
 	fence  uint64
-	// The release script's keys and arguments for Unlock, made once, only read: announce the
-	// release, and take the waiter that acquired the lock, if any, out of the key's queue.
+	// The release script's keys and arguments for Unlock and late, made once, only read:
+	// announce the release, and take the waiter that acquired the lock, if any, out of the
+	// key's queue.
 	relKeys []string
 	relArgs []any
 
@@ -234,7 +235,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 
 // late takes an acquisition reply that came after the lock was granted. If the lock has ended
 // since (a quick Unlock overtook the reply), the node may have taken the key after its release:
-// release it now, and tell the first Unlock how that went.
+// release it now (announced, as Unlock's releases are), and tell the first Unlock how that went.
 func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Duration) {
 	l.mu.Lock()
 	l.pending = slices.DeleteFunc(l.pending, func(i int) bool { return i == rep.Node })
@@ -243,19 +244,13 @@ func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Durat
 	if !ended {
 		return
 	}
-	if r == nil { // ended by its validity or an Extend, not by Unlock
-		if !errors.Is(rep.Err, errTaken) {
-			l.c.rollback(ctx, rep.Node, l.stored, l.token, ttl)
-		}
-		return
-	}
 	err := errNotOwner
 	if !errors.Is(rep.Err, errTaken) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
-		err = l.c.release(ctx, rep.Node, l.relKeys, l.relArgs)
-		cancel()
+		err = l.c.rollback(ctx, rep.Node, l.relKeys, l.relArgs, ttl)
 	}
-	r.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
+	if r != nil { // else it ended by its validity or an Extend, not by Unlock
+		r.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
+	}
 }
 
 // Do acquires key like Lock, runs fn, and releases the lock when fn returns. While fn runs the

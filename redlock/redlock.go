@@ -164,12 +164,12 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 	// A key this Client waited for lately is likely to have waiters in other processes: then
 	// even the first attempt is made as a waiter that does not cut ahead of them.
 	var w *waiter
-	polite := c.queue.contended(stored, c.clock.Now())
+	busy, polite := c.queue.state(stored, c.clock.Now())
 	if polite {
 		w = c.newWaiter(stored)
 	}
 	a := attemptResult{err: ErrNotAcquired}
-	if !c.queue.busy(stored) { // else this Client's waiters came first: queue behind them
+	if !busy { // else this Client's waiters came first: queue behind them
 		var l *Lock
 		l, a = c.attempt(ctx, key, ttl, w, polite)
 		if l != nil || ctx.Err() != nil || errors.Is(a.err, ErrClosed) {
@@ -384,17 +384,18 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, w *
 	// Roll back: release wherever our SET may have landed, that is everywhere but the nodes
 	// that clearly said no; a node still in flight is released once its reply is in.
 	votes := 0
+	undoKeys, undoArgs := []string{stored}, []any{value, ""} // not announced
 	for _, rep := range out.Replies {
 		if rep.Err == nil {
 			votes++
 		}
 		if !errors.Is(rep.Err, errTaken) {
-			c.bg.Go(func() { c.rollback(ctx, rep.Node, stored, token, ttl) })
+			c.bg.Go(func() { c.rollback(ctx, rep.Node, undoKeys, undoArgs, ttl) })
 		}
 	}
 	drain(c, r, out, cancel, func(rep quorum.Reply[grant]) {
 		if !errors.Is(rep.Err, errTaken) {
-			c.rollback(ctx, rep.Node, stored, token, ttl)
+			c.rollback(ctx, rep.Node, undoKeys, undoArgs, ttl)
 		}
 	})
 
@@ -529,20 +530,18 @@ func drain[T any](c *Client, r *quorum.Round[T], out quorum.Outcome[T], cancel c
 	})
 }
 
-// rollback releases one node after a failed attempt, or after the lock ended; a failure is
-// logged (the key expires with its ttl).
-func (c *Client) rollback(ctx context.Context, node int, stored, token string, ttl time.Duration) {
-	if err := c.undo(ctx, node, stored, token, ttl); err != nil && !errors.Is(err, errNotOwner) {
-		c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", node, "key", stored, "err", err)
-	}
-}
-
-// undo releases one node without announcing it. It runs after the caller may have given up, so
-// it ignores ctx's cancellation and is bounded by the ttl instead: by then the key has expired.
-func (c *Client) undo(ctx context.Context, node int, stored, token string, ttl time.Duration) error {
+// rollback releases one node after a failed attempt, or a node whose SET came after the lock
+// ended, with the release script's keys and args (see release). It runs after the caller may
+// have given up, so it ignores ctx's cancellation and is bounded by the ttl instead: by then the
+// key has expired. A failure is logged and returned.
+func (c *Client) rollback(ctx context.Context, node int, keys []string, args []any, ttl time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
 	defer cancel()
-	return c.release(ctx, node, []string{stored}, []any{token, ""})
+	err := c.release(ctx, node, keys, args)
+	if err != nil && !errors.Is(err, errNotOwner) {
+		c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", node, "key", keys[0], "err", err)
+	}
+	return err
 }
 
 // release compare-and-deletes the key on one node: keys are the stored key, args the token and

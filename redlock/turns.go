@@ -19,12 +19,18 @@ type turn struct {
 	refs  int           // waiters holding or waiting for the turn
 }
 
-// busy reports whether some of the Client's waiters are queued for key: a new Lock call then
-// queues behind them instead of contending with the one whose turn it is.
-func (q *turns) busy(key string) bool {
+// state reports, as of now, whether some of the Client's waiters are queued for key (busy: a
+// new Lock call then queues behind them instead of contending with the one whose turn it is),
+// and whether the Client waited for key lately (contended, see mark).
+func (q *turns) state(key string, now time.Time) (busy, contended bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.keys[key] != nil
+	until, ok := q.recent[key]
+	if ok && !now.Before(until) {
+		delete(q.recent, key)
+		ok = false
+	}
+	return q.keys[key] != nil, ok
 }
 
 // maxRecent bounds the keys remembered as contended; past it, the memory starts afresh.
@@ -38,18 +44,6 @@ func (q *turns) mark(key string, until time.Time) {
 		q.recent = make(map[string]time.Time)
 	}
 	q.recent[key] = until
-}
-
-// contended reports whether key was waited for lately, as of now.
-func (q *turns) contended(key string, now time.Time) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	until, ok := q.recent[key]
-	if ok && !now.Before(until) {
-		delete(q.recent, key)
-		return false
-	}
-	return ok
 }
 
 // take waits for key's turn; give must follow when it returns nil.
