@@ -73,10 +73,18 @@ func WithRetryDelay(min, max time.Duration) Option {
 
 // WithKeyPrefix puts p before every key on the nodes, for namespacing: Lock(ctx, "k", ttl)
 // stores p+"k". Lock.Key still returns "k". Default "" (the key is stored as given). Beside the
-// key, a node may hold the key's queue of waiting Lock calls, "queue:{key}" with the prefix
-// inside the braces (a sorted set that expires a ttl after its last waiter joined), and with
-// WithFencing its counter, "fence:{key}". Releases are announced on channel p+"redlock:released",
-// or, when they name a waiter, on its Client's own channel, p+"redlock:released:" and an id.
+// key, a node may hold the key's queue of waiting Lock calls (a sorted set that expires a ttl
+// after its last waiter joined), and with WithFencing its counter. They are named in the key's
+// Redis Cluster hash slot, from the stored key s (the prefix and the key):
+//
+//   - "queue:{s}" and "fence:{s}" when s has no hash tag and no "}";
+//   - "queue:{t}s" and "fence:{t}s" when s has a hash tag t, as in "{user:7}:profile";
+//   - "queue:{h}s" and "fence:{h}s" when s has no hash tag but a "}" ("a}b"), h being a short
+//     brace-free tag of s's slot.
+//
+// A prefix with a hash tag, such as "{tenant}:", puts every lock of the Client in one slot.
+// Releases are announced on channel p+"redlock:released", or, when they name a waiter, on its
+// Client's own channel, p+"redlock:released:" and an id.
 func WithKeyPrefix(p string) Option {
 	return func(o *options) error {
 		o.prefix = p
@@ -114,7 +122,7 @@ func WithLogger(l *slog.Logger) Option {
 // a holder that was paused past its validity is then refused, which no lock alone can do.
 //
 // It costs a second round trip per acquisition and one counter per key on each node,
-// "fence:{key}" (with the prefix inside the braces), kept forever. Round 1 sets the key and
+// "fence:{key}" (named as WithKeyPrefix says), kept forever. Round 1 sets the key and
 // reads each node's counter and clock atomically; the token is the larger of the highest
 // counter + 1 and the median of the clocks (microseconds) of the nodes that said yes; round 2
 // raises the counter to the token on every node still holding the key, and the lock is acquired

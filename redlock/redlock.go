@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/internal/keyslot"
 	"github.com/quorumlock/redlock/quorum"
 )
 
@@ -332,7 +333,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, w *
 	if c.fencing || w != nil {
 		keys = []string{stored, queueKey(stored)}
 		if c.fencing {
-			keys = append(keys, "fence:{"+stored+"}")
+			keys = append(keys, fenceKey(stored))
 		}
 		args = []any{token, strconv.FormatInt(ttl.Milliseconds(), 10), "", "", ""}
 		if w != nil {
@@ -455,8 +456,11 @@ func (c *Client) acquireOn(ctx context.Context, i int, stored string, token any,
 	return grant{counter: n[0], micros: n[1]*1_000_000 + n[2]}, nil
 }
 
-// queueKey names the queue of contenders waiting for the key stored.
-func queueKey(stored string) string { return "queue:{" + stored + "}" }
+// queueKey names the queue of contenders waiting for the key stored, in its hash slot.
+func queueKey(stored string) string { return keyslot.Companion("queue", stored) }
+
+// fenceKey names the fencing counter of the key stored, in its hash slot.
+func fenceKey(stored string) string { return keyslot.Companion("fence", stored) }
 
 // fenceToken is the fencing token for the nodes that said yes: the larger of their highest
 // counter + 1 and the median of their clocks, which one far-off clock cannot move.

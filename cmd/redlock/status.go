@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/keyslot"
 )
 
 // nodeStatus is what one node says about the key.
@@ -151,7 +153,7 @@ func inspectNode(ctx context.Context, c redis.UniversalClient, stored string, ti
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, stored)
 		pttl = p.PTTL(ctx, stored)
-		fence = p.Get(ctx, "fence:{"+stored+"}") // the library's counter for fenced locks
+		fence = p.Get(ctx, keyslot.Companion("fence", stored)) // the library's counter for fenced locks
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
