@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -157,40 +159,57 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.endedAt(start) {
 		return fmt.Errorf("%w: it ended at %v", ErrNotHeld, l.Until().Format(time.RFC3339Nano))
 	}
-	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
+	r := c.renew(ctx, start, l.extend, l.extKeys, l.need, l.token, ttl)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r.err == nil && !l.ended {
+		l.until = r.until
+		return nil
+	}
+	if r.gone {
+		l.endLocked() // lost now, not at Until
+	}
+	if r.err == nil {
+		return fmt.Errorf("%w: it ended while being extended", ErrNotHeld)
+	}
+	return r.err
+}
+
+// A renewal is the outcome of one round of an extend script, Extend's or Resume's.
+type renewal struct {
+	until time.Time // the new validity's end
+	gone  bool      // so many nodes no longer hold the token that no quorum can
+	err   error     // nil when a quorum renewed it within the new validity
+}
+
+// renew runs script (an extend script, see kind) on every node with keys, token and ttl, from
+// start, and decides at need.
+func (c *Client) renew(ctx context.Context, start time.Time, script *redis.Script, keys []string, need int, token string, ttl time.Duration) renewal {
 	until := clock.Deadline(start, ttl, c.driftFactor)
 	wait := min(c.nodeTimeout, until.Sub(start))
-	script, keys, args := l.extend, l.extKeys, []any{l.token, ms}
-	out := ask(c, ctx, wait, l.need, func(ctx context.Context, i int) (struct{}, error) {
+	args := []any{token, strconv.FormatInt(ttl.Milliseconds(), 10)}
+	out := ask(c, ctx, wait, need, func(ctx context.Context, i int) (struct{}, error) {
 		n, err := script.Run(ctx, c.nodes[i], keys, args...).Int()
 		if err == nil && n == 0 {
 			err = errNotOwner
 		}
 		return struct{}{}, err
 	})
-	now := c.clock.Now()
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if out.Quorum && now.Before(until) && !l.ended {
-		l.until = until
-		return nil
+	if out.Quorum && c.clock.Now().Before(until) {
+		return renewal{until: until}
 	}
-	// Gone from so many nodes that no quorum can hold it: lost now, not at Until.
 	gone := 0
 	for _, rep := range out.Replies {
 		if errors.Is(rep.Err, errNotOwner) {
 			gone++
 		}
 	}
-	if gone > len(c.nodes)-l.need {
-		l.endLocked()
-	}
 	errs := []error{ErrNotHeld}
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
-	return errors.Join(append(errs, nodeErrors(c, ctx, out, wait)...)...)
+	errs = append(errs, nodeErrors(c, ctx, out, wait)...)
+	return renewal{until: until, gone: gone > len(c.nodes)-need, err: errors.Join(errs...)}
 }
 
 // Unlock releases the lock on every node where it still holds this lock's token (compare and
@@ -274,6 +293,9 @@ func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Durat
 func (c *Client) do(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return errors.New("redlock: nil fn")
+	}
+	if err := c.checkTTL(ttl); err != nil {
+		return err
 	}
 	l, err := c.acquire(ctx, s, ttl)
 	if err != nil {

@@ -62,8 +62,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 		return nil, err
 	}
 	s := c.mutex(key)
-	l, a := c.attempt(ctx, &s, ttl, nil, false)
-	return l, a.err
+	return c.try(ctx, &s, ttl)
 }
 
 // Do acquires key like Lock, runs fn, and releases the lock when fn returns. While fn runs the

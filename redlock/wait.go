@@ -7,6 +7,23 @@ import (
 	"time"
 )
 
+// lock checks ttl, then acquires what s says, waiting: the Lock of every primitive.
+func (c *Client) lock(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
+	if err := c.checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	return c.acquire(ctx, s, ttl)
+}
+
+// try checks ttl, then makes one attempt to acquire what s says: the TryLock of every primitive.
+func (c *Client) try(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
+	if err := c.checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	l, a := c.attempt(ctx, s, ttl, nil, false)
+	return l, a.err
+}
+
 // acquire acquires what s says for ttl, retrying until it succeeds, ctx is done or the Client
 // is closed: the waiting of every Lock-like call (see Client.Lock for how it waits).
 func (c *Client) acquire(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
