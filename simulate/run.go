@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -148,6 +149,7 @@ func newRun(sc Scenario, o Options) *run {
 	if o.Stock > 0 {
 		r.store = newStore(o.Stock)
 	}
+	r.store.shared = sc.Permits > 1
 	r.ttl = r.d(TTL).Round(time.Millisecond)
 	// The node timeout is small against the TTL, but in real time not below what a loaded
 	// machine needs to schedule a reply.
@@ -274,7 +276,17 @@ func (r *run) newLocker(c *client) (locker, error) {
 		if err != nil {
 			return nil, err
 		}
-		return redlockLocker{lc}, nil
+		return r.primitive(lc, c)
+	}
+	if r.sc.Strategy == MajoritySemaphore {
+		m := &majority{
+			clock: c.clock, permits: strconv.Itoa(r.sc.Permits), owner: fmt.Sprintf("client%d", c.id),
+			poll: r.d(100 * time.Millisecond), nodeTimeout: r.nodeTimeout,
+		}
+		for _, l := range c.links {
+			m.rdbs = append(m.rdbs, r.redis(l))
+		}
+		return m, nil
 	}
 	return &naive{
 		rdb:       r.redis(c.links[0]),
@@ -285,6 +297,32 @@ func (r *run) newLocker(c *client) (locker, error) {
 		inRelease: c.inRelease,
 	}, nil
 }
+
+// primitive returns client c's locker over lc: the run's semaphore or RWMutex side, or lc's
+// plain Lock.
+func (r *run) primitive(lc *redlock.Client, c *client) (locker, error) {
+	switch {
+	case r.sc.Permits > 0:
+		sem, err := lc.Semaphore(r.key, r.sc.Permits)
+		if err != nil {
+			return nil, err
+		}
+		return redlockLocker{c: lc, acquire: sem.Lock}, nil
+	case r.sc.RW:
+		rw, err := lc.RWMutex(r.key)
+		if err != nil {
+			return nil, err
+		}
+		if r.reader(c) {
+			return redlockLocker{c: lc, acquire: rw.RLock}, nil
+		}
+		return redlockLocker{c: lc, acquire: rw.Lock}, nil
+	}
+	return redlockLocker{c: lc}, nil
+}
+
+// reader reports whether client c reads an RWMutex.
+func (r *run) reader(c *client) bool { return r.sc.RW && c.id%2 == 1 }
 
 func (r *run) execute(ctx context.Context) Result {
 	horizon := r.d(2*time.Minute + time.Duration(r.store.initial)*3*time.Second)
@@ -387,6 +425,9 @@ func (r *run) closeNodes() {
 func (r *run) result(finished bool) Result {
 	ss := slices.Clone(r.rec.sections)
 	ov := overlaps(ss)
+	if r.sc.Permits > 0 {
+		ov = crowds(ss, r.sc.Permits)
+	}
 	orders, lost, oversold := r.store.tally()
 	refused := r.store.refusedWrites()
 	res := Result{

@@ -34,6 +34,10 @@ const (
 	// SingleNodeGetCompareDel is SingleNode with the release seed 002 warns against: GET,
 	// compare with the token, then DEL, as two commands.
 	SingleNodeGetCompareDel Strategy = "single-set-nx-px+get-cmp-del"
+	// MajoritySemaphore is a semaphore over every node that admits a holder on a majority of
+	// them, whatever the permits: the rule of swarthy/redis-semaphore's RedlockSemaphore (npm).
+	// Each node admits a holder while it has fewer than the permits, by its own clock.
+	MajoritySemaphore Strategy = "majority-semaphore"
 )
 
 // A locker is one client's lock, whatever the strategy.
@@ -54,11 +58,21 @@ type holding interface {
 	Fence() uint64
 }
 
-// redlockLocker adapts redlock.Client.
-type redlockLocker struct{ c *redlock.Client }
+// redlockLocker adapts redlock.Client, or one of its primitives when acquire is set (a
+// semaphore, or one side of an RWMutex, of the run's key).
+type redlockLocker struct {
+	c       *redlock.Client
+	acquire func(ctx context.Context, ttl time.Duration) (*redlock.Lock, error)
+}
 
 func (r redlockLocker) Lock(ctx context.Context, key string, ttl time.Duration) (holding, error) {
-	l, err := r.c.Lock(ctx, key, ttl)
+	var l *redlock.Lock
+	var err error
+	if r.acquire != nil {
+		l, err = r.acquire(ctx, ttl)
+	} else {
+		l, err = r.c.Lock(ctx, key, ttl)
+	}
 	if err != nil {
 		return nil, err
 	}
