@@ -29,7 +29,8 @@ import (
 //   - abandon, when set: KEYS the spec's acqKeys; ARGV the waiter and the channel. Run on every
 //     node when a waiting call gives up, to undo what its attempts left there for others.
 type kind struct {
-	name string // in logs
+	name  string // in logs
+	label Kind   // in an Observer's reports
 	// plain: an attempt without a waiter is SET NX PX of the stored key, no script (the mutex).
 	plain bool
 	// queued: a refused waiter joins the key's queue on the nodes, releases name its head, and
@@ -78,7 +79,9 @@ type attemptResult struct {
 // waiter heads the queue puts w in it rather than give it the key, even a free key.
 func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *waiter, polite bool) (*Lock, attemptResult) {
 	if err := c.enter(); err != nil {
-		return nil, attemptResult{err: errors.Join(ErrNotAcquired, err)}
+		a := attemptResult{err: errors.Join(ErrNotAcquired, err)}
+		decided(c, ctx, quorum.Outcome[grant]{}, 0, a.err)
+		return nil, a
 	}
 	defer c.leave()
 	token := newToken() + s.suffix
@@ -101,9 +104,9 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 	wait := min(c.nodeTimeout, until.Sub(start))
 	callCtx, cancel := context.WithTimeout(ctx, wait)
 	var value any = token // boxed once, not once a node
-	r := quorum.Start(callCtx, &c.bg, len(c.nodes), func(ctx context.Context, i int) (grant, error) {
+	r := quorum.Start(callCtx, &c.bg, len(c.nodes), observed(c, NodeAcquire, func(ctx context.Context, i int) (grant, error) {
 		return c.acquireOn(ctx, i, script, stored, value, ttl, keys, args)
-	})
+	}))
 	out := r.Decide(need, callCtx.Done(), nil)
 	now := c.clock.Now()
 
@@ -117,13 +120,14 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 		granted = granted && now.Before(until)
 	}
 	if granted {
-		l := &Lock{c: c, spec: *s, token: token, fence: fence, until: until, pending: out.Pending}
+		l := &Lock{c: c, spec: *s, token: token, fence: fence, acquired: now, until: until, pending: out.Pending}
 		var waiter any = ""
 		if w != nil {
 			waiter = w.id
 		}
 		l.relArgs = []any{value, c.announce, waiter}
 		drain(c, r, out, cancel, func(rep quorum.Reply[grant]) { l.late(ctx, rep, ttl) })
+		decided(c, ctx, out, now.Sub(start), nil)
 		return l, attemptResult{}
 	}
 
@@ -168,6 +172,7 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.log.DebugContext(ctx, "redlock: not acquired", "kind", s.name, "key", s.key, "votes", votes, "err", err)
 	}
+	decided(c, ctx, out, elapsed, err)
 	return nil, attemptResult{err: err, votes: votes, elapsed: elapsed}
 }
 
@@ -257,7 +262,11 @@ func (u undo) run(ctx context.Context, c *Client, node int) error {
 func (c *Client) rollback(ctx context.Context, node int, u undo, ttl time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
 	defer cancel()
+	start := c.clock.Now()
 	err := u.run(ctx, c, node)
+	if c.observer != nil {
+		c.replied(ctx, node, NodeRelease, start, err)
+	}
 	if err != nil && !errors.Is(err, errNotOwner) {
 		c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", node, "key", u.keys[0], "err", err)
 	}

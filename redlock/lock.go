@@ -21,8 +21,9 @@ import (
 type Lock struct {
 	c *Client
 	spec
-	token string
-	fence uint64
+	token    string
+	fence    uint64
+	acquired time.Time // for an Observer: when it was acquired (or resumed)
 	// The release script's arguments for Unlock and late, made once, only read: announce the
 	// release, and take the waiter that acquired the lock, if any, out of the key's queue.
 	relArgs []any
@@ -98,15 +99,17 @@ func (l *Lock) expire() {
 		l.timer.Reset(left)
 		return
 	}
-	l.endLocked()
+	l.endLocked(false)
 }
 
-// endLocked marks the lock ended, closing Lost and cancelling Do's fn. l.mu is held.
-func (l *Lock) endLocked() {
+// endLocked marks the lock ended, closing Lost and cancelling Do's fn: unlocked by Unlock,
+// else lost. l.mu is held.
+func (l *Lock) endLocked(unlocked bool) {
 	if l.ended {
 		return
 	}
 	l.ended = true
+	l.reportEnd(unlocked)
 	if l.timer != nil {
 		l.timer.Stop()
 	}
@@ -120,7 +123,7 @@ func (l *Lock) endLocked() {
 
 func (l *Lock) end() {
 	l.mu.Lock()
-	l.endLocked()
+	l.endLocked(true)
 	l.mu.Unlock()
 }
 
@@ -135,7 +138,7 @@ func (l *Lock) endedAt(now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ended && !now.Before(l.until) {
-		l.endLocked()
+		l.endLocked(false)
 	}
 	return l.ended
 }
@@ -146,6 +149,14 @@ func (l *Lock) endedAt(now time.Time) bool {
 // and Until is unchanged. A lock whose validity has passed, or that was released, is not
 // extended: acquire it again.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	ctx, call := l.c.begin(ctx, OpExtend, &l.spec)
+	err := l.renewFor(ctx, ttl)
+	l.c.end(ctx, call, err)
+	return err
+}
+
+// renewFor is Extend.
+func (l *Lock) renewFor(ctx context.Context, ttl time.Duration) error {
 	c := l.c
 	if err := c.checkTTL(ttl); err != nil {
 		return err
@@ -167,7 +178,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return nil
 	}
 	if r.gone {
-		l.endLocked() // lost now, not at Until
+		l.endLocked(false) // lost now, not at Until
 	}
 	if r.err == nil {
 		return fmt.Errorf("%w: it ended while being extended", ErrNotHeld)
@@ -188,14 +199,15 @@ func (c *Client) renew(ctx context.Context, start time.Time, script *redis.Scrip
 	until := clock.Deadline(start, ttl, c.driftFactor)
 	wait := min(c.nodeTimeout, until.Sub(start))
 	args := []any{token, strconv.FormatInt(ttl.Milliseconds(), 10)}
-	out := ask(c, ctx, wait, need, func(ctx context.Context, i int) (struct{}, error) {
+	out := ask(c, ctx, wait, need, observed(c, NodeExtend, func(ctx context.Context, i int) (struct{}, error) {
 		n, err := script.Run(ctx, c.nodes[i], keys, args...).Int()
 		if err == nil && n == 0 {
 			err = errNotOwner
 		}
 		return struct{}{}, err
-	})
-	if out.Quorum && c.clock.Now().Before(until) {
+	}))
+	if now := c.clock.Now(); out.Quorum && now.Before(until) {
+		decided(c, ctx, out, now.Sub(start), nil)
 		return renewal{until: until}
 	}
 	gone := 0
@@ -209,7 +221,9 @@ func (c *Client) renew(ctx context.Context, start time.Time, script *redis.Scrip
 		errs = append(errs, ctx.Err())
 	}
 	errs = append(errs, nodeErrors(c, ctx, out, wait)...)
-	return renewal{until: until, gone: gone > len(c.nodes)-need, err: errors.Join(errs...)}
+	err := errors.Join(errs...)
+	decided(c, ctx, out, c.clock.Now().Sub(start), err)
+	return renewal{until: until, gone: gone > len(c.nodes)-need, err: err}
 }
 
 // Unlock releases the lock on every node where it still holds this lock's token (compare and
@@ -221,6 +235,14 @@ func (c *Client) renew(ctx context.Context, start time.Time, script *redis.Scrip
 // by the node timeout instead. Nodes that answer after the decision are still released. The
 // release is announced to waiting Lock calls of every Client.
 func (l *Lock) Unlock(ctx context.Context) error {
+	ctx, call := l.c.begin(ctx, OpUnlock, &l.spec)
+	err := l.unlock(ctx)
+	l.c.end(ctx, call, err)
+	return err
+}
+
+// unlock is Unlock.
+func (l *Lock) unlock(ctx context.Context) error {
 	c := l.c
 	if err := c.enter(); err != nil {
 		l.end()
@@ -233,14 +255,15 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
 	u := l.releaser()
-	call := func(ctx context.Context, i int) (struct{}, error) {
+	call := observed(c, NodeRelease, func(ctx context.Context, i int) (struct{}, error) {
 		return struct{}{}, u.run(ctx, c, i)
-	}
+	})
+	start := c.clock.Now()
 	// A node whose acquisition reply is still in flight is released by late once the reply is
 	// in (a release sent now could overtake the SET): the first Unlock waits for that.
 	r := quorum.New[struct{}](len(c.nodes))
 	l.mu.Lock()
-	l.endLocked()
+	l.endLocked(true)
 	first := l.unlocking == nil
 	if first {
 		l.unlocking = r
@@ -258,10 +281,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	for _, k := range l.more {
 		c.wake.notify(k)
 	}
-	if out.Quorum {
-		return nil
+	var err error
+	if !out.Quorum {
+		err = errors.Join(append([]error{ErrNotHeld}, nodeErrors(c, ctx, out, c.nodeTimeout)...)...)
 	}
-	return errors.Join(append([]error{ErrNotHeld}, nodeErrors(c, ctx, out, c.nodeTimeout)...)...)
+	decided(c, ctx, out, c.clock.Now().Sub(start), err)
+	return err
 }
 
 // releaser is Unlock's release on a node: announced, and taking the waiter that acquired out
@@ -291,13 +316,18 @@ func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Durat
 // do acquires what s says like Lock, runs fn, and releases the lock when fn returns, extending
 // it while fn runs (see Client.Do).
 func (c *Client) do(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx context.Context) error) error {
+	ctx, call := c.begin(ctx, OpDo, s)
+	err := c.hold(ctx, s, ttl, fn)
+	c.end(ctx, call, err)
+	return err
+}
+
+// hold is do.
+func (c *Client) hold(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return errors.New("redlock: nil fn")
 	}
-	if err := c.checkTTL(ttl); err != nil {
-		return err
-	}
-	l, err := c.acquire(ctx, s, ttl)
+	l, err := c.lock(ctx, s, ttl)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 
 // multiKind's tokens end in ".", which no mutex token does (base64url), so that Resume refuses
 // them: it takes over one key, and LockAll's keys go together.
-var multiKind = &kind{name: "multi-key lock", suffix: ".", acquire: multiAcquireScript, extend: multiExtendScript, release: multiReleaseScript}
+var multiKind = &kind{name: "multi-key lock", label: KindMulti, suffix: ".", acquire: multiAcquireScript, extend: multiExtendScript, release: multiReleaseScript}
 
 // LockAll acquires every key of keys for ttl, as one lock, waiting until it succeeds, ctx is
 // done or the Client is closed, as Lock waits: a release of any of the keys wakes it. Each node

@@ -13,8 +13,8 @@ import (
 // The mutex: the key stored as a plain string whose value is the token, SET NX PX when nobody
 // waits, and the acquire script for a waiter in the key's queue or with fencing.
 var (
-	mutexKind  = &kind{name: "lock", plain: true, queued: true, acquire: acquireScript, extend: extendScript, release: releaseScript}
-	fencedKind = &kind{name: "lock", queued: true, fenced: true, acquire: acquireScript, extend: extendScript, release: releaseScript}
+	mutexKind  = &kind{name: "lock", label: KindMutex, plain: true, queued: true, acquire: acquireScript, extend: extendScript, release: releaseScript}
+	fencedKind = &kind{name: "lock", label: KindMutex, queued: true, fenced: true, acquire: acquireScript, extend: extendScript, release: releaseScript}
 )
 
 // mutex returns the spec of a Lock of key: its acquire script's KEYS are the stored key, its
@@ -48,19 +48,13 @@ func (c *Client) mutex(key string) spec {
 // On failure the error wraps ErrNotAcquired, the last attempt's *NodeError for each node that
 // did not say yes, and ctx.Err() or ErrClosed when that is what ended the wait.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	if err := c.check(key, ttl); err != nil {
-		return nil, err
-	}
 	s := c.mutex(key)
-	return c.acquire(ctx, &s, ttl)
+	return c.lock(ctx, &s, ttl)
 }
 
 // TryLock makes exactly one attempt to acquire key for ttl. It fails with ErrNotAcquired,
 // wrapping a *NodeError for each node that did not say yes.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	if err := c.check(key, ttl); err != nil {
-		return nil, err
-	}
 	s := c.mutex(key)
 	return c.try(ctx, &s, ttl)
 }
@@ -72,9 +66,6 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 // closes, and Do returns an error wrapping ErrNotHeld and fn's error. Otherwise Do returns fn's
 // error. fn must stop using the protected resource when its context is done.
 func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error) error {
-	if err := c.check(key, ttl); err != nil {
-		return err
-	}
 	s := c.mutex(key)
 	return c.do(ctx, &s, ttl, fn)
 }
@@ -110,13 +101,13 @@ func (c *Client) fenceRound(ctx context.Context, need int, keys []string, token 
 	}
 	wait = min(c.nodeTimeout, wait)
 	t := strconv.FormatUint(fence, 10)
-	out := ask(c, ctx, wait, need, func(ctx context.Context, i int) (struct{}, error) {
+	out := ask(c, ctx, wait, need, observed(c, NodeFence, func(ctx context.Context, i int) (struct{}, error) {
 		n, err := fenceScript.Run(ctx, c.nodes[i], []string{keys[0], keys[2]}, token, t).Int()
 		if err == nil && n == 0 {
 			err = errNotOwner
 		}
 		return struct{}{}, err
-	})
+	}))
 	if out.Quorum {
 		return true, nil
 	}

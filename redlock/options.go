@@ -21,6 +21,7 @@ type options struct {
 	clock       clock.Clock
 	log         *slog.Logger
 	fencing     bool
+	observer    Observer // nil: none
 }
 
 func defaultOptions() options {

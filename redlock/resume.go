@@ -32,11 +32,12 @@ func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duratio
 	}
 	defer c.leave()
 	s := c.mutex(key)
-	r := c.renew(ctx, c.clock.Now(), s.extend, s.extKeys, s.need, token, ttl)
+	start := c.clock.Now()
+	r := c.renew(ctx, start, s.extend, s.extKeys, s.need, token, ttl)
 	if r.err != nil {
 		return nil, r.err
 	}
-	l := &Lock{c: c, spec: s, token: token, until: r.until}
+	l := &Lock{c: c, spec: s, token: token, acquired: start, until: r.until}
 	l.relArgs = []any{token, c.announce, ""}
 	return l, nil
 }

@@ -9,8 +9,8 @@ import (
 )
 
 var (
-	readKind  = &kind{name: "read lock", acquire: readScript, extend: holdersExtendScript, release: holdersReleaseScript}
-	writeKind = &kind{name: "write lock", acquire: writeScript, extend: extendScript, release: writeReleaseScript, abandon: writeAbandonScript}
+	readKind  = &kind{name: "read lock", label: KindRead, acquire: readScript, extend: holdersExtendScript, release: holdersReleaseScript}
+	writeKind = &kind{name: "write lock", label: KindWrite, acquire: writeScript, extend: extendScript, release: writeReleaseScript, abandon: writeAbandonScript}
 )
 
 // An RWMutex is a read-write lock across the Client's nodes: a writer excludes readers and

@@ -11,7 +11,7 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-var semaphoreKind = &kind{name: "semaphore", acquire: semaphoreScript, extend: holdersExtendScript, release: holdersReleaseScript}
+var semaphoreKind = &kind{name: "semaphore", label: KindSemaphore, acquire: semaphoreScript, extend: holdersExtendScript, release: holdersReleaseScript}
 
 // A Semaphore admits at most a fixed number of holders at once, its permits, across the
 // Client's nodes. Each node keeps the semaphore's live holders in one sorted set,

@@ -7,26 +7,36 @@ import (
 	"time"
 )
 
-// lock checks ttl, then acquires what s says, waiting: the Lock of every primitive.
+// lock checks s's key and ttl, then acquires what s says, waiting: the Lock of every primitive.
 func (c *Client) lock(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
-	if err := c.checkTTL(ttl); err != nil {
-		return nil, err
-	}
-	return c.acquire(ctx, s, ttl)
+	ctx, call := c.begin(ctx, OpLock, s)
+	l, err := c.acquire(ctx, s, ttl, call)
+	c.end(ctx, call, err)
+	return l, err
 }
 
-// try checks ttl, then makes one attempt to acquire what s says: the TryLock of every primitive.
+// try checks s's key and ttl, then makes one attempt to acquire what s says: the TryLock of
+// every primitive.
 func (c *Client) try(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
-	if err := c.checkTTL(ttl); err != nil {
-		return nil, err
+	ctx, call := c.begin(ctx, OpTryLock, s)
+	err := c.check(s.key, ttl)
+	var l *Lock
+	if err == nil {
+		var a attemptResult
+		l, a = c.attempt(ctx, s, ttl, nil, false)
+		err = a.err
 	}
-	l, a := c.attempt(ctx, s, ttl, nil, false)
-	return l, a.err
+	c.end(ctx, call, err)
+	return l, err
 }
 
-// acquire acquires what s says for ttl, retrying until it succeeds, ctx is done or the Client
-// is closed: the waiting of every Lock-like call (see Client.Lock for how it waits).
-func (c *Client) acquire(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
+// acquire checks s's key and ttl, then acquires what s says for ttl, retrying until it
+// succeeds, ctx is done or the Client is closed: the waiting of every Lock-like call (see
+// Client.Lock for how it waits). call is what was reported of it.
+func (c *Client) acquire(ctx context.Context, s *spec, ttl time.Duration, call Call) (*Lock, error) {
+	if err := c.check(s.key, ttl); err != nil {
+		return nil, err
+	}
 	// What this Client waited for lately is likely to have waiters in other processes: then
 	// even the first attempt is made as a waiter that does not cut ahead of them.
 	var w *waiter
@@ -49,7 +59,10 @@ func (c *Client) acquire(ctx context.Context, s *spec, ttl time.Duration) (*Lock
 		// its release is in flight: a polite attempt would wait behind it for nothing.
 		polite = false
 	}
-	return c.wait(ctx, s, ttl, w, polite, a)
+	c.waiting(ctx, call, true)
+	l, err := c.wait(ctx, s, ttl, w, polite, a)
+	c.waiting(ctx, call, false)
+	return l, err
 }
 
 // wait is acquire after a failed attempt a: take this Client's turn for s, listen for releases
