@@ -8,12 +8,14 @@ GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-test: lint bench-check ## vet, gofmt, every test with -race, then the full simulator catalog (needs redis-server: a missing one fails)
+test: lint bench-check ## vet, gofmt, every test with -race (redlockotel's too), then the full simulator catalog (needs redis-server: a missing one fails)
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -short -count=1 ./...
+	cd redlockotel && $(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run '^TestCatalog$$' ./simulate
 
-lint: ## go vet and a gofmt check
+lint: ## go vet (of redlockotel, its own module, too) and a gofmt check
 	$(GO) vet ./...
+	cd redlockotel && $(GO) vet ./...
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt wants to rewrite:"; echo "$$out"; exit 1; fi
 
 cover: ## tests with a coverage profile, summarised per function
