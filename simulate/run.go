@@ -44,6 +44,9 @@ type Options struct {
 	Scale float64
 	// Stock overrides the scenario's stock when positive: more critical sections.
 	Stock int
+	// Metrics attaches an Observer to every redlock client, so that Result.Metrics holds
+	// what the hook reported.
+	Metrics bool
 }
 
 // Result is what a run of a scenario found. Times are in scenario time (true time divided by
@@ -76,6 +79,8 @@ type Result struct {
 	Overlaps []overlap `json:"-"`
 	Faults   []Fault   `json:"-"`
 	Clients  int       `json:"-"`
+	// Metrics are what the redlock clients' observer hook reported, with Options.Metrics.
+	Metrics *Metrics `json:"-"`
 }
 
 // A Fault is one scheduled event, at a scenario time.
@@ -113,6 +118,7 @@ type run struct {
 	held    bool // events scheduled now count from client 1's first acquisition
 	check   func(*Result) string
 	rdbs    []*redis.Client
+	metrics *acquisitions // with Options.Metrics
 }
 
 // Run executes sc once and checks it. It blocks for the scenario's duration times the scale
@@ -148,6 +154,9 @@ func newRun(sc Scenario, o Options) *run {
 	}
 	if o.Stock > 0 {
 		r.store = newStore(o.Stock)
+	}
+	if o.Metrics {
+		r.metrics = &acquisitions{r: r}
 	}
 	r.store.shared = sc.Permits > 1
 	r.ttl = r.d(TTL).Round(time.Millisecond)
@@ -271,6 +280,9 @@ func (r *run) newLocker(c *client) (locker, error) {
 		}
 		if r.sc.Strategy == RedlockFencing {
 			opts = append(opts, redlock.WithFencing())
+		}
+		if r.metrics != nil {
+			opts = append(opts, redlock.WithObserver(r.metrics))
 		}
 		lc, err := redlock.New(nodes, opts...)
 		if err != nil {
@@ -411,6 +423,9 @@ func (r *run) execute(ctx context.Context) Result {
 
 	res := r.result(finished)
 	res.Elapsed = elapsed
+	if r.metrics != nil {
+		res.Metrics = r.metrics.result()
+	}
 	slices.SortStableFunc(fired, func(a, b Fault) int { return int(a.At - b.At) })
 	res.Faults = fired
 	return res

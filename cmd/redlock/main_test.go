@@ -51,13 +51,18 @@ func TestSimulateList(t *testing.T) {
 	if code != 0 || strings.Count(stdout, "\n") != 4 || !strings.Contains(stdout, "seed004-get-del") {
 		t.Fatalf("exit %d, stdout:\n%s", code, stdout)
 	}
+	// Several globs, comma-separated; a scenario matched twice is listed once.
+	code, stdout, _ = runCLI(t, "simulate", "-list", "-scenario", "no-faults,seed00*,seed004-get-del")
+	if code != 0 || strings.Count(stdout, "\n") != 5 || !strings.HasPrefix(stdout, "no-faults") {
+		t.Fatalf("exit %d, stdout:\n%s", code, stdout)
+	}
 }
 
 // One safe and one violation scenario in real time: the JSON lines carry the fields the
-// issue promises, the table names every run, and the timeline is an SVG.
+// issue promises, the table names every run, and the timeline and the metrics chart are SVGs.
 func TestSimulateJSONAndTimeline(t *testing.T) {
-	svg := filepath.Join(t.TempDir(), "run.svg")
-	code, stdout, stderr := runCLI(t, "simulate", "-scenario", "no-faults", "-seed", "3", "-runs", "2", "-json", "-timeline", svg)
+	svg, chart := filepath.Join(t.TempDir(), "run.svg"), filepath.Join(t.TempDir(), "metrics.svg")
+	code, stdout, stderr := runCLI(t, "simulate", "-scenario", "no-faults", "-seed", "3", "-runs", "2", "-json", "-timeline", svg, "-metrics", chart)
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
@@ -85,6 +90,10 @@ func TestSimulateJSONAndTimeline(t *testing.T) {
 	b, err := os.ReadFile(svg)
 	if err != nil || !bytes.HasPrefix(b, []byte("<svg")) || !bytes.Contains(b, []byte("client 3")) {
 		t.Fatalf("timeline: %v\n%.200s", err, b)
+	}
+	b, err = os.ReadFile(chart)
+	if err != nil || !bytes.HasPrefix(b, []byte("<svg")) || bytes.Count(b, []byte("p99</text>")) != 2 || !bytes.Contains(b, []byte("<polyline")) {
+		t.Fatalf("metrics chart: %v\n%.300s", err, b)
 	}
 }
 

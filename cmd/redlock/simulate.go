@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,11 +23,13 @@ import (
 func runSimulate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	pattern := fs.String("scenario", "*", "run the scenarios whose name matches this glob")
+	pattern := fs.String("scenario", "*", "run the scenarios whose name matches this glob, or one of these comma-separated globs")
 	seed := fs.Uint64("seed", 0, "seed of the first run; 0 picks one at random (printed)")
 	runs := fs.Int("runs", 1, "runs of each scenario, with seeds seed, seed+1, ...")
+	stock := fs.Int("stock", 0, "override each scenario's stock when positive: more critical sections, a longer run")
 	asJSON := fs.Bool("json", false, "print one JSON object per run instead of the table")
 	timeline := fs.String("timeline", "", "draw every run into this SVG file")
+	metrics := fs.String("metrics", "", "draw the p50/p90/p99 of redlock.acquire.duration over each run into this SVG file, from the clients' observer hook")
 	scale := fs.Float64("scale", 0.05, "time scale: the 10 s TTL of the scenarios becomes 10s*scale of real time")
 	parallel := fs.Int("parallel", 2, "runs at once; more than the cores makes real-time runs late")
 	list := fs.Bool("list", false, "list the scenarios and exit")
@@ -57,9 +60,17 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	if !(*scale > 0 && *scale <= 1) {
 		return bad("-scale %v: want 0 < scale <= 1", *scale)
 	}
-	scenarios, err := simulate.Match(*pattern)
-	if err != nil {
-		return bad("-scenario %q: %v", *pattern, err)
+	var scenarios []simulate.Scenario
+	for _, p := range strings.Split(*pattern, ",") {
+		matched, err := simulate.Match(p)
+		if err != nil {
+			return bad("-scenario %q: %v", p, err)
+		}
+		for _, sc := range matched {
+			if !slices.ContainsFunc(scenarios, func(s simulate.Scenario) bool { return s.Name == sc.Name }) {
+				scenarios = append(scenarios, sc)
+			}
+		}
 	}
 	if len(scenarios) == 0 {
 		return bad("-scenario %q matches no scenario (see -list)", *pattern)
@@ -101,7 +112,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			began := time.Now()
-			res := simulate.Run(context.Background(), j.sc, simulate.Options{Seed: j.seed, Scale: *scale})
+			res := simulate.Run(context.Background(), j.sc, simulate.Options{Seed: j.seed, Scale: *scale, Metrics: *metrics != "", Stock: *stock})
 			results[i] = res
 			verdict := "ok"
 			if !res.OK {
@@ -119,13 +130,17 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	}
 	wg.Wait()
 
+	var err error
 	if *asJSON {
 		err = simulate.WriteJSON(stdout, results)
 	} else {
 		err = simulate.WriteTable(stdout, results)
 	}
 	if err == nil && *timeline != "" {
-		err = writeTimeline(*timeline, results)
+		err = writeSVG(*timeline, simulate.WriteSVG, results)
+	}
+	if err == nil && *metrics != "" {
+		err = writeSVG(*metrics, simulate.WriteMetricsSVG, results)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "redlock simulate: %v\n", err)
@@ -144,12 +159,13 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func writeTimeline(name string, rs []simulate.Result) error {
+// writeSVG writes rs into the file name with draw.
+func writeSVG(name string, draw func(io.Writer, []simulate.Result) error, rs []simulate.Result) error {
 	f, err := os.Create(name)
 	if err != nil {
 		return err
 	}
-	if err := simulate.WriteSVG(f, rs); err != nil {
+	if err := draw(f, rs); err != nil {
 		f.Close()
 		return err
 	}

@@ -1,0 +1,88 @@
+package simulate
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// Metrics is what the observer hook of a run's redlock clients reported (Options.Metrics), in
+// scenario time: the figures an operator watches.
+type Metrics struct {
+	// Calls are the acquiring calls, in the order they returned: redlock.acquire.duration.
+	Calls []AcquireCall
+	// Waiting is how many calls waited after each change: the redlock.waiting gauge.
+	Waiting []Waiting
+}
+
+// A Waiting is the number of calls waiting from At on.
+type Waiting struct {
+	At time.Duration
+	N  int
+}
+
+// An AcquireCall is one acquiring call of a redlock client of a run (Lock, TryLock or their
+// like, Do's included), as the client's Observer reported it, in scenario time: what an
+// operator's redlock.acquire.duration histogram records.
+type AcquireCall struct {
+	At      time.Duration   `json:"at_ns"`   // when the call returned
+	Took    time.Duration   `json:"took_ns"` // from the call to its return, waits included
+	Outcome redlock.Outcome `json:"outcome"`
+}
+
+// acquisitions is the Observer of a run's redlock clients when Options.Metrics is set. It
+// measures calls in true time, not by the clients' clocks, which the scenarios skew.
+type acquisitions struct {
+	r  *run
+	mu sync.Mutex
+	m  Metrics
+	n  int // calls waiting now
+}
+
+var _ redlock.Observer = (*acquisitions)(nil)
+
+type beganKey struct{}
+
+func (a *acquisitions) Begin(ctx context.Context, c redlock.Call) context.Context {
+	if c.Op != redlock.OpLock && c.Op != redlock.OpTryLock {
+		return ctx
+	}
+	return context.WithValue(ctx, beganKey{}, time.Now())
+}
+
+func (a *acquisitions) End(ctx context.Context, c redlock.Call, ret redlock.Return) {
+	began, ok := ctx.Value(beganKey{}).(time.Time)
+	if !ok || c.Op != redlock.OpLock && c.Op != redlock.OpTryLock {
+		return
+	}
+	now := time.Now()
+	acq := AcquireCall{At: a.r.since(now), Took: time.Duration(float64(now.Sub(began)) / a.r.scale), Outcome: ret.Outcome}
+	a.mu.Lock()
+	a.m.Calls = append(a.m.Calls, acq)
+	a.mu.Unlock()
+}
+
+func (a *acquisitions) Wait(_ context.Context, _ redlock.Call, waiting bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if waiting {
+		a.n++
+	} else {
+		a.n--
+	}
+	a.m.Waiting = append(a.m.Waiting, Waiting{At: a.r.since(time.Now()), N: a.n})
+}
+
+func (a *acquisitions) Round(context.Context, redlock.Round)         {}
+func (a *acquisitions) NodeReply(context.Context, redlock.NodeReply) {}
+func (a *acquisitions) Ended(redlock.Holding)                        {}
+
+// result returns what was reported so far.
+func (a *acquisitions) result() *Metrics {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return &Metrics{Calls: slices.Clone(a.m.Calls), Waiting: slices.Clone(a.m.Waiting)}
+}
