@@ -20,7 +20,7 @@ import (
 type Observer interface {
 	// Begin is called when a call begins, before its input is checked. It returns the context
 	// that the call then runs with and that its later events carry: ctx itself, or a context
-	// derived from ctx with values added (a span, say). It must not cancel it.
+	// derived from ctx with values added (a span, say). It must not cancel it; nil means ctx.
 	Begin(ctx context.Context, call Call) context.Context
 	// Round is called when a round of node calls has been decided: an attempt to acquire, an
 	// Extend's or an Unlock's round. ctx is the call's, as Begin returned it.
@@ -190,7 +190,10 @@ func (c *Client) begin(ctx context.Context, op Op, s *spec) (context.Context, Ca
 		return ctx, Call{}
 	}
 	call := Call{Op: op, Kind: s.label, Key: s.key, Quorum: s.need, Start: c.clock.Now()}
-	return c.observer.Begin(ctx, call), call
+	if octx := c.observer.Begin(ctx, call); octx != nil {
+		ctx = octx
+	}
+	return ctx, call
 }
 
 // end reports that call returned err; ctx is the caller's.
