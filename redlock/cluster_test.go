@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/keyslot"
@@ -321,4 +324,46 @@ func testCluster(t *testing.T, s clusterSetup) {
 		}
 		m.Resume()
 	})
+}
+
+// NewCluster refuses what cannot give the votes asked for, naming why.
+func TestNewClusterErrors(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t) // answers as a cluster of one master
+	one := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.Addr()}})
+	t.Cleanup(func() { one.Close() })
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close() // nothing listens there now
+	gone := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{l.Addr().String()}, MaxRetries: -1})
+	t.Cleanup(func() { gone.Close() })
+
+	for _, tc := range []struct {
+		name    string
+		cluster *redis.ClusterClient
+		votes   int
+		opts    []redlock.Option
+		want    string
+	}{
+		{"nil cluster", nil, 3, nil, "nil cluster client"},
+		{"no votes", one, 0, nil, "0 votes: want at least 1"},
+		{"negative votes", one, -2, nil, "-2 votes: want at least 1"},
+		{"bad option", one, 1, []redlock.Option{redlock.WithDriftFactor(2)}, "drift factor 2 out of range"},
+		{"more votes than masters", one, 2, nil, "2 votes need as many masters serving slots; the cluster has 1"},
+		{"unreachable", gone, 1, nil, "read the cluster's slots"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			c, err := redlock.NewCluster(ctx, tc.cluster, tc.votes, tc.opts...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "redlock: ") {
+				if c != nil {
+					c.Close()
+				}
+				t.Fatalf("NewCluster: %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
 }
