@@ -2,9 +2,12 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,17 +29,36 @@ type Cluster struct {
 func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
 	t.Helper()
 	Require(t)
-	cl := &Cluster{Masters: make([]*Server, masters)}
-	for i := range cl.Masters {
-		s := &Server{dir: t.TempDir(), args: append([]string{
+	cl, err := LaunchCluster(t.TempDir(), masters, args...)
+	if cl != nil {
+		t.Cleanup(cl.Kill)
+	}
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return cl
+}
+
+// LaunchCluster is StartCluster for callers without a testing.TB: files go under dir, and the
+// caller stops the cluster with Kill, also when it returns an error with the cluster.
+func LaunchCluster(dir string, masters int, args ...string) (*Cluster, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, fmt.Errorf("redis-server not installed (apt-get install -y redis-server): %w", err)
+	}
+	cl := &Cluster{}
+	for range masters {
+		d, err := os.MkdirTemp(dir, "node-")
+		if err != nil {
+			return cl, err
+		}
+		s := &Server{dir: d, args: append([]string{
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no",
 		}, args...)}
 		if err := s.listenCluster(); err != nil {
-			t.Fatalf("redistest: start cluster node: %v", err)
+			return cl, fmt.Errorf("start cluster node: %w", err)
 		}
-		t.Cleanup(s.kill)
-		cl.Masters[i] = s
+		cl.Masters = append(cl.Masters, s)
 	}
 	ctx := context.Background()
 	for i, s := range cl.Masters {
@@ -49,30 +71,49 @@ func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
 		}
 		c.Close()
 		if err != nil {
-			t.Fatalf("redistest: join %s: %v", s.Addr, err)
+			return cl, fmt.Errorf("join %s: %w", s.Addr, err)
 		}
 	}
-	cl.Wait(t)
-	return cl
+	return cl, cl.wait()
+}
+
+// Kill ends every master at once (SIGKILL).
+func (cl *Cluster) Kill() {
+	for _, s := range cl.Masters {
+		s.Kill()
+	}
 }
 
 // Wait waits until every master that is up sees the cluster whole: state ok, every master
 // known, and all 16384 slots served.
 func (cl *Cluster) Wait(t testing.TB) {
 	t.Helper()
-	Eventually(t, "the cluster is ok on every master", func() bool {
-		for _, s := range cl.Masters {
-			c := plain(s.Addr)
-			info, err := c.ClusterInfo(context.Background()).Result()
-			c.Close()
-			if err != nil || !strings.Contains(info, "cluster_state:ok") ||
-				!strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(len(cl.Masters))+"\r") ||
-				!strings.Contains(info, "cluster_slots_assigned:16384\r") {
-				return false
-			}
+	if err := cl.wait(); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+}
+
+func (cl *Cluster) wait() error {
+	for deadline := time.Now().Add(10 * time.Second); !cl.whole(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return errors.New("the cluster is not ok on every master after 10s")
 		}
-		return true
-	})
+	}
+	return nil
+}
+
+func (cl *Cluster) whole() bool {
+	for _, s := range cl.Masters {
+		c := plain(s.Addr)
+		info, err := c.ClusterInfo(context.Background()).Result()
+		c.Close()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") ||
+			!strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(len(cl.Masters))+"\r") ||
+			!strings.Contains(info, "cluster_slots_assigned:16384\r") {
+			return false
+		}
+	}
+	return true
 }
 
 // Client returns a cluster client seeded with every master's address, with go-redis's
