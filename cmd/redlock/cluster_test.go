@@ -113,7 +113,7 @@ func TestExecAndStatusOnVotes(t *testing.T) {
 		}
 	}
 	code, stdout, _ = runCmd(t, nil, "status", "--cluster", url, "--votes", "3", "--key", key)
-	if code != 0 || !strings.Contains(stdout, " on "+cl.Masters[1].Addr) || !strings.Contains(stdout, "verdict: held on a quorum (3/3 nodes)") {
+	if code != 0 || !strings.Contains(stdout, "} on "+cl.Masters[1].Addr) || !strings.Contains(stdout, "verdict: held on a quorum (3/3 nodes)") {
 		t.Fatalf("status: exit %d\n%s", code, stdout)
 	}
 	noPassword(t, stdout)

@@ -215,7 +215,7 @@ func clients(nodes []node) []redis.UniversalClient {
 	return cs
 }
 
-// votes turns --cluster's one node into its votes, each named by the vote's tag and the master
+// expand turns --cluster's one node into its votes, each named by the vote's tag and the master
 // that serves it, as redlock.NewCluster places them; cs[0] is the cluster's client. Without
 // --cluster it returns nodes and cs as they are.
 func (f *nodeFlags) expand(ctx context.Context, nodes []node, cs []redis.UniversalClient) ([]node, []redis.UniversalClient, error) {
@@ -231,7 +231,7 @@ func (f *nodeFlags) expand(ctx context.Context, nodes []node, cs []redis.Univers
 	votes := make([]node, len(placed))
 	vcs := make([]redis.UniversalClient, len(placed))
 	for i, v := range placed {
-		votes[i] = node{name: fmt.Sprintf("%s vote {%s} on %s", nodes[0].name, v.Tag, v.Master), tag: "{" + v.Tag + "}", master: v.Master}
+		votes[i] = node{name: fmt.Sprintf("vote {%s} on %s", v.Tag, v.Master), tag: "{" + v.Tag + "}", master: v.Master}
 		vcs[i] = cs[0]
 	}
 	return votes, vcs, nil

@@ -20,7 +20,7 @@ import (
 // nodeStatus is what one node says about the key.
 type nodeStatus struct {
 	Node      int    `json:"node"`
-	URL       string `json:"url"`              // redacted; with --cluster, the cluster's, the vote's tag and master
+	URL       string `json:"url"`              // redacted; with --cluster, the vote's tag and master
 	Master    string `json:"master,omitempty"` // with --cluster, the master that serves the vote
 	Reachable bool   `json:"reachable"`
 	Held      bool   `json:"held"`
@@ -36,6 +36,7 @@ type nodeStatus struct {
 // lockStatus is the whole picture: every node and the verdict.
 type lockStatus struct {
 	Key     string       `json:"key"`
+	Cluster string       `json:"cluster,omitempty"` // with --cluster, its redacted URL: the nodes are its votes
 	Quorum  int          `json:"quorum"`
 	Verdict string       `json:"verdict"` // held, free, split or unknown
 	Holder  string       `json:"holder,omitempty"`
@@ -85,6 +86,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	cs := clients(nodes)
 	defer closeClients(cs)
+	cluster := ""
+	if nf.cluster != "" {
+		cluster = nodes[0].name
+	}
 	nodes, vcs, err := nf.expand(ctx, nodes, cs)
 	if err != nil {
 		fmt.Fprintf(stderr, "redlock status: %v\n", err)
@@ -92,7 +97,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 
 	st := inspect(ctx, vcs, nodes, nf.prefix+nf.key, nf.nodeTimeout)
-	st.Key = nf.key
+	st.Key, st.Cluster = nf.key, cluster
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -191,7 +196,11 @@ func shorten(tok string) string {
 }
 
 func printStatus(w io.Writer, st lockStatus) {
-	fmt.Fprintf(w, "key %q on %d nodes, quorum %d\n", st.Key, len(st.Nodes), st.Quorum)
+	if st.Cluster != "" {
+		fmt.Fprintf(w, "key %q on %d votes of %s, quorum %d\n", st.Key, len(st.Nodes), st.Cluster, st.Quorum)
+	} else {
+		fmt.Fprintf(w, "key %q on %d nodes, quorum %d\n", st.Key, len(st.Nodes), st.Quorum)
+	}
 	fenced := slices.ContainsFunc(st.Nodes, func(n nodeStatus) bool { return n.Fence != 0 })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if fenced {
