@@ -164,7 +164,9 @@ func newRun(sc Scenario, o Options) *run {
 		r.nodes = append(r.nodes, newNode(string(rune('A'+i)), r.start))
 	}
 	if sc.Replica {
-		r.nodes[0].withReplica()
+		for _, n := range r.nodes {
+			n.withReplica()
+		}
 	}
 	for i := range sc.Clients {
 		c := &client{
@@ -381,7 +383,9 @@ func (r *run) execute(ctx context.Context) Result {
 			for {
 				select {
 				case <-t.C:
-					r.nodes[0].replicate()
+					for _, n := range r.nodes {
+						n.replicate()
+					}
 				case <-done:
 					return
 				}
