@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -69,12 +71,5 @@ func TestLockAllIsAllOrNothingAndExcludesLock(t *testing.T) {
 	if err := all.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	redistest.Eventually(t, "no node keeps a key after Unlock", func() bool {
-		for _, m := range ms {
-			if len(m.Keys()) != 0 {
-				return false
-			}
-		}
-		return true
-	})
+	onEveryNode(t, ms, "no node keeps a key after Unlock", func(m *miniredis.Miniredis) bool { return len(m.Keys()) == 0 })
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -174,4 +177,18 @@ func TestPrimitivesShareAKeyName(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// onEveryNode waits until cond holds on every node: state that a call leaves to the nodes that
+// answer after its quorum decided.
+func onEveryNode(t *testing.T, ms []*miniredis.Miniredis, what string, cond func(m *miniredis.Miniredis) bool) {
+	t.Helper()
+	redistest.Eventually(t, what, func() bool {
+		for _, m := range ms {
+			if !cond(m) {
+				return false
+			}
+		}
+		return true
+	})
 }

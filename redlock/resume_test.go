@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -38,14 +40,7 @@ func TestResumeTakesTheLockOver(t *testing.T) {
 	if r.Token() != l.Token() || r.Key() != "job" || r.Fence() != 0 || r.Until().Before(before.Add(19*time.Second)) {
 		t.Fatalf("resumed: token %q, key %q, fence %d, until %v", r.Token(), r.Key(), r.Fence(), r.Until())
 	}
-	redistest.Eventually(t, "every node gives job the new ttl", func() bool {
-		for _, m := range ms {
-			if m.TTL("job") != 20*time.Second {
-				return false
-			}
-		}
-		return true
-	})
+	onEveryNode(t, ms, "every node gives job the new ttl", func(m *miniredis.Miniredis) bool { return m.TTL("job") == 20*time.Second })
 	if err := r.Extend(ctx, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -69,14 +71,7 @@ func TestRWMutexExcludesWritersAndWaitingWriterStopsReaders(t *testing.T) {
 	if err := w.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	redistest.Eventually(t, "no node keeps the writer or its mark after Unlock", func() bool {
-		for _, m := range ms {
-			if m.Exists("writing:{doc}") || m.Exists("rwlock:{doc}") {
-				return false
-			}
-		}
-		return true
-	})
+	onEveryNode(t, ms, "no node keeps the writer or its mark after Unlock", func(m *miniredis.Miniredis) bool { return !(m.Exists("writing:{doc}") || m.Exists("rwlock:{doc}")) })
 	r, err := rw.TryRLock(ctx, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -36,14 +37,7 @@ func TestSemaphoreAdmitsPermits(t *testing.T) {
 	if a.Fence() != 0 || a.Key() != "pool" || len(a.Keys()) != 1 || a.Token() == b.Token() {
 		t.Fatalf("Lock: fence %d, key %q, keys %q", a.Fence(), a.Key(), a.Keys())
 	}
-	redistest.Eventually(t, "every node keeps semaphore:{pool}", func() bool {
-		for _, m := range ms {
-			if !m.Exists("semaphore:{pool}") {
-				return false
-			}
-		}
-		return true
-	})
+	onEveryNode(t, ms, "every node keeps semaphore:{pool}", func(m *miniredis.Miniredis) bool { return m.Exists("semaphore:{pool}") })
 	if err := a.Extend(ctx, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -68,5 +62,40 @@ func TestSemaphoreAdmitsPermits(t *testing.T) {
 	ms[1].Close()
 	if _, err := sem.TryLock(ctx, 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("with 3 of 5 nodes: %v, want ErrNotAcquired", err)
+	}
+}
+
+// Semaphore.Do and RWMutex.RDo keep their lock extended while fn runs past the ttl, and release
+// it when fn returns.
+func TestPrimitivesDoExtendWhileFnRuns(t *testing.T) {
+	_, c := cluster(t, 3)
+	ctx := context.Background()
+	sem, _ := c.Semaphore("pool", 1)
+	rw, _ := c.RWMutex("doc")
+	for name, do := range map[string]func(context.Context, time.Duration, func(context.Context) error) error{
+		"Semaphore.Do": sem.Do, "RWMutex.RDo": rw.RDo, "RWMutex.Do": rw.Do,
+	} {
+		err := do(ctx, 150*time.Millisecond, func(ctx context.Context) error {
+			select {
+			case <-time.After(500 * time.Millisecond): // over three ttls
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	// Released: a permit and the write lock are free at once.
+	if l, err := sem.TryLock(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	} else {
+		l.Unlock(ctx)
+	}
+	if l, err := rw.TryLock(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	} else {
+		l.Unlock(ctx)
 	}
 }
