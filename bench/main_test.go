@@ -37,6 +37,7 @@ var env struct {
 func TestMain(m *testing.M) {
 	redistest.Quiet()
 	code := m.Run()
+	stopClusters()
 	stopEnv()
 	os.Exit(code)
 }

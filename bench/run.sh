@@ -19,6 +19,7 @@ cases=(
 	'^BenchmarkSlowNode$/^impl=redsync$' 100x
 	'^BenchmarkContended$' 1x
 	'^BenchmarkNodes$' 1000x
+	'^BenchmarkCluster$' 1000x
 )
 
 tmp=$(mktemp -d)

@@ -57,10 +57,10 @@ func (l *Lock) Keys() []string {
 func (l *Lock) Token() string { return l.token }
 
 // Fence returns the lock's fencing token, or 0 unless the Client was made WithFencing and the
-// lock was acquired by Client.Lock, TryLock or Do. Fencing
-// tokens of one key strictly increase from one acquisition to the next, by any client: a
-// resource that refuses a token lower than the highest it has accepted refuses a holder whose
-// lock has expired (see WithFencing for the assumptions).
+// lock was acquired by Client.Lock, TryLock or Do. Fencing tokens of one key strictly increase
+// from one acquisition to the next, by any client: a resource that refuses a token lower than
+// the highest it has accepted refuses a holder whose lock has expired (see WithFencing for the
+// assumptions).
 func (l *Lock) Fence() uint64 { return l.fence }
 
 // Until returns the end of the lock's drift-corrected validity on the local clock: the last

@@ -286,7 +286,8 @@ func TestObserverSeesLoss(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d ends in:\n\t%s", n, strings.Join(lines, "\n\t"))
 	}
-	for _, want := range []string{"begin Do mutex key=k quorum=2", "end Do mutex refused", "end Lock mutex ok", "end Extend mutex refused"} {
+	// Lost when an extension found the key gone, or, on a loaded machine, at the validity's end.
+	for _, want := range []string{"begin Do mutex key=k quorum=2", "end Do mutex refused", "end Lock mutex ok"} {
 		if !slices.Contains(lines, want) {
 			t.Fatalf("no %q in:\n\t%s", want, strings.Join(lines, "\n\t"))
 		}

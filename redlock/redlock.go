@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,8 @@ var _ conn = redis.UniversalClient(nil)
 type Client struct {
 	nodes    []conn
 	addrs    []string
+	listen   []conn // where releases are heard: the nodes, or NewCluster's one cluster
+	tagged   bool   // NewCluster's: every key on a node starts with that vote's hash tag
 	quorum   int
 	channel  string // where Unlock announces releases: the prefix + "redlock:released"
 	announce any    // channel, boxed once
@@ -58,7 +61,10 @@ type Client struct {
 }
 
 // New returns a Client over nodes, independent Redis masters (not replicas of one another);
-// use an odd number, 3 or 5 usually. Each node's index in nodes names it in errors.
+// use an odd number, 3 or 5 usually. Each node's index in nodes names it in errors. A node may
+// be a *redis.ClusterClient, a whole Redis Cluster that counts as one vote: every key a lock
+// uses on it lives in the lock key's hash slot (see WithKeyPrefix). To vote with the masters of
+// one cluster instead, use NewCluster.
 //
 // New checks everything and sends nothing: it fails on no nodes, a nil node, a node given
 // twice, or an option out of range.
@@ -66,12 +72,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("redlock: no nodes")
 	}
-	c := &Client{
-		nodes:   make([]conn, len(nodes)),
-		addrs:   make([]string, len(nodes)),
-		quorum:  quorum.Of(len(nodes)),
-		options: defaultOptions(),
-		done:    make(chan struct{}),
+	c, err := newClient(len(nodes), opts)
+	if err != nil {
+		return nil, err
 	}
 	for i, n := range nodes {
 		if isNil(n) {
@@ -83,9 +86,25 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 			}
 		}
 		c.nodes[i] = n
-		if rc, ok := n.(*redis.Client); ok {
-			c.addrs[i] = rc.Options().Addr
+		switch n := n.(type) {
+		case *redis.Client:
+			c.addrs[i] = n.Options().Addr
+		case *redis.ClusterClient:
+			c.addrs[i] = strings.Join(n.Options().Addrs, ",")
 		}
+	}
+	c.listen = c.nodes
+	return c, nil
+}
+
+// newClient returns a Client for n nodes, yet to be filled in, with opts applied.
+func newClient(n int, opts []Option) (*Client, error) {
+	c := &Client{
+		nodes:   make([]conn, n),
+		addrs:   make([]string, n),
+		quorum:  quorum.Of(n),
+		options: defaultOptions(),
+		done:    make(chan struct{}),
 	}
 	for _, opt := range opts {
 		if opt == nil {

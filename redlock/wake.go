@@ -11,7 +11,8 @@ import (
 
 // releases hears the releases that Unlock announces and wakes the Client's waiting Lock calls.
 // It subscribes once per node, when the first waiter joins, and stays subscribed until Close:
-// one subscription per node serves every waiter of the Client, whatever the key.
+// one subscription per node serves every waiter of the Client, whatever the key. A Client of
+// NewCluster subscribes once to its cluster, which hears what every master publishes.
 type releases struct {
 	c *Client
 
@@ -20,7 +21,7 @@ type releases struct {
 	subs      []*redis.PubSub // one per node; nil until the first waiter
 	confirmed []bool
 	count     int           // nodes that confirmed the subscription
-	ready     chan struct{} // closed when a quorum of nodes confirmed it
+	ready     chan struct{} // closed when a quorum of nodes (or the one cluster) confirmed it
 	waiters   map[string]map[*waiter]struct{}
 }
 
@@ -55,11 +56,11 @@ func (r *releases) join(w *waiter) <-chan struct{} {
 		return nil
 	}
 	if r.subs == nil {
-		r.subs = make([]*redis.PubSub, len(c.nodes))
-		r.confirmed = make([]bool, len(c.nodes))
+		r.subs = make([]*redis.PubSub, len(c.listen))
+		r.confirmed = make([]bool, len(c.listen))
 		r.ready = make(chan struct{})
 		r.waiters = make(map[string]map[*waiter]struct{})
-		for i, n := range c.nodes {
+		for i, n := range c.listen {
 			ps := n.Subscribe(context.Background()) // no channel yet: no I/O under the lock
 			r.subs[i] = ps
 			c.bg.Go(func() { r.receive(i, ps) })
@@ -125,7 +126,7 @@ func (r *releases) confirm(i int) {
 	if !r.confirmed[i] {
 		r.confirmed[i] = true
 		r.count++
-		if r.count == r.c.quorum {
+		if r.count == min(r.c.quorum, len(r.c.listen)) {
 			close(r.ready)
 		}
 	}
@@ -137,6 +138,9 @@ func (r *releases) notify(msg string) {
 	key, next := msg, ""
 	if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
 		key, next = msg[:i], msg[i+1:]
+	}
+	if r.c.tagged { // "{tag}" + the stored key, as the vote stored it
+		key = key[strings.IndexByte(key, '}')+1:]
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -195,19 +195,12 @@ func TestLostUnderDo(t *testing.T) {
 		t.Fatalf("Do = %v, want ErrNotHeld", err)
 	}
 	w.client.Close()
-	ps := w.points(t)
-	want(t, ps, map[string]float64{
+	// Lost either when the extension found the key gone or, on a loaded machine, when the
+	// validity ran out before the extension: one loss either way.
+	want(t, w.points(t), map[string]float64{
 		"redlock.lost{redlock.kind=mutex}":          1,
 		"redlock.held.duration{redlock.kind=mutex}": 1,
 	})
-	// A node whose SET came after the keys were deleted may still hold it; most do not.
-	taken := 0.0
-	for _, n := range []string{"0", "1", "2"} {
-		taken += ps["redlock.node.duration{redlock.node="+n+",redlock.op=extend,redlock.outcome=taken}"]
-	}
-	if taken < 2 {
-		t.Fatalf("%v nodes refused the extension:\n\t%s", taken, strings.Join(lines(ps), "\n\t"))
-	}
 }
 
 // Spans nest under the span in ctx (Do's under it, and Do's Lock, Extend and Unlock under Do),
@@ -216,13 +209,22 @@ func TestSpans(t *testing.T) {
 	w := newWorld(t, 3, nil)
 	ctx, parent := w.tp.Tracer("test").Start(context.Background(), "parent")
 	var token string
-	err := w.client.Do(ctx, "k", 300*time.Millisecond, func(ctx context.Context) error {
+	err := w.client.Do(ctx, "k", time.Second, func(ctx context.Context) error {
 		l, err := w.client.TryLock(ctx, "k", time.Second)
 		if err == nil {
 			token = l.Token()
 		}
-		time.Sleep(250 * time.Millisecond) // an extension comes at 200ms
-		return nil
+		// Do extends the lock when a third of the ttl is left: wait for that.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			for _, s := range w.spans.Ended() {
+				if s.Name() == "redlock.Extend" {
+					return nil
+				}
+			}
+			if time.Now().After(deadline) {
+				return errors.New("no extension after 10s")
+			}
+		}
 	})
 	if err != nil {
 		t.Fatal(err)

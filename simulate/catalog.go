@@ -21,7 +21,7 @@ type Scenario struct {
 	Expect   Expect
 	Strategy Strategy
 	Nodes    int              // masters; default 5 for redlock, 1 for the naive locks
-	Replica  bool             // the first node has an asynchronous replica a failover promotes
+	Replica  bool             // every node has an asynchronous replica that a failover promotes
 	Clients  int              // default 3
 	Stock    int              // default 60
 	Work     [2]time.Duration // a critical section's work, uniform; default 20 ms to 200 ms
@@ -166,6 +166,21 @@ func lockScenarios() []Scenario {
 				r.onceHeld(func() {
 					r.at(t, "node A: master dies before replicating; its replica is promoted", r.nodes[0].failover)
 				})
+			},
+		},
+		{
+			// NewCluster's votes are keys on distinct masters of one cluster, each master with
+			// an asynchronous replica: the failover of one is a vote restarting without its data.
+			Name: "cluster-votes-failover", Row: "one cluster, 5 votes: a master of the holder's bare majority fails over to a replica that missed the key", Expect: Violation,
+			Replica: true,
+			setup:   failoverHolderVote,
+		},
+		{
+			Name: "cluster-votes-failover-fenced", Row: "the same, with fencing (the stale write is REJECTED)", Expect: Safe, Strategy: RedlockFencing,
+			Replica: true,
+			setup: func(r *run) {
+				failoverHolderVote(r)
+				r.check = needRefusal
 			},
 		},
 		{
@@ -438,6 +453,18 @@ func restartHolderNode(r *run) {
 	majority := r.bareMajority(0)
 	r.arm(0, plan{fullValidity: true, margin: TTL / 10})
 	r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false, 0) })
+}
+
+// failoverHolderVote fails over, before it replicated the key, one master of the three that
+// client 1 holds.
+func failoverHolderVote(r *run) {
+	majority := r.bareMajority(0)
+	r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+	t := r.between(300*time.Millisecond, 1500*time.Millisecond)
+	r.onceHeld(func() {
+		n := r.nodes[majority[r.rng.IntN(3)]]
+		r.at(t, fmt.Sprintf("node %s: master dies before replicating; its replica is promoted", n.name), n.failover)
+	})
 }
 
 // pauseHolderBeforeWrite pauses client 1's first section past its validity, after its last

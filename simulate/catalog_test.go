@@ -32,9 +32,13 @@ func seeds(t *testing.T) []uint64 {
 // stock instead; make test then runs the full catalog without -race.
 func TestCatalog(t *testing.T) {
 	for _, sc := range simulate.Catalog() {
-		// Not parallel: the runs are CPU-bound, and under go test ./... they would starve the
-		// real-time tests of other packages running beside them.
 		t.Run(sc.Name, func(t *testing.T) {
+			// The runs are CPU-bound. With -short they run one at a time, so that under go test
+			// ./... they do not starve the real-time tests of other packages running beside
+			// them; the full catalog (make test's last step) runs alone and uses every core.
+			if !testing.Short() {
+				t.Parallel()
+			}
 			ss := seeds(t)
 			stock, want := 0, sc.Sections
 			if want == 0 {

@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
-
-	"github.com/quorumlock/redlock/redlock"
 )
 
 // Expect is what a scenario should show: "safe" or "violation".
@@ -173,7 +170,9 @@ func newRun(sc Scenario, o Options) *run {
 		r.nodes = append(r.nodes, newNode(string(rune('A'+i)), r.start))
 	}
 	if sc.Replica {
-		r.nodes[0].withReplica()
+		for _, n := range r.nodes {
+			n.withReplica()
+		}
 	}
 	for i := range sc.Clients {
 		c := &client{
@@ -267,75 +266,6 @@ func (r *run) redis(l *link) *redis.Client {
 	return rdb
 }
 
-func (r *run) newLocker(c *client) (locker, error) {
-	if r.sc.Strategy == Redlock || r.sc.Strategy == RedlockFencing {
-		var nodes []redis.UniversalClient
-		for _, l := range c.links {
-			nodes = append(nodes, r.redis(l))
-		}
-		opts := []redlock.Option{
-			redlock.WithClock(c.clock),
-			redlock.WithNodeTimeout(r.nodeTimeout),
-			redlock.WithRetryDelay(r.d(100*time.Millisecond), r.d(300*time.Millisecond)),
-		}
-		if r.sc.Strategy == RedlockFencing {
-			opts = append(opts, redlock.WithFencing())
-		}
-		if r.metrics != nil {
-			opts = append(opts, redlock.WithObserver(r.metrics))
-		}
-		lc, err := redlock.New(nodes, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return r.primitive(lc, c)
-	}
-	if r.sc.Strategy == MajoritySemaphore {
-		m := &majority{
-			clock: c.clock, permits: strconv.Itoa(r.sc.Permits), owner: fmt.Sprintf("client%d", c.id),
-			poll: r.d(100 * time.Millisecond), nodeTimeout: r.nodeTimeout,
-		}
-		for _, l := range c.links {
-			m.rdbs = append(m.rdbs, r.redis(l))
-		}
-		return m, nil
-	}
-	return &naive{
-		rdb:       r.redis(c.links[0]),
-		clock:     c.clock,
-		strategy:  r.sc.Strategy,
-		owner:     fmt.Sprintf("client%d", c.id),
-		poll:      r.poll,
-		inRelease: c.inRelease,
-	}, nil
-}
-
-// primitive returns client c's locker over lc: the run's semaphore or RWMutex side, or lc's
-// plain Lock.
-func (r *run) primitive(lc *redlock.Client, c *client) (locker, error) {
-	switch {
-	case r.sc.Permits > 0:
-		sem, err := lc.Semaphore(r.key, r.sc.Permits)
-		if err != nil {
-			return nil, err
-		}
-		return redlockLocker{c: lc, acquire: sem.Lock}, nil
-	case r.sc.RW:
-		rw, err := lc.RWMutex(r.key)
-		if err != nil {
-			return nil, err
-		}
-		if r.reader(c) {
-			return redlockLocker{c: lc, acquire: rw.RLock}, nil
-		}
-		return redlockLocker{c: lc, acquire: rw.Lock}, nil
-	}
-	return redlockLocker{c: lc}, nil
-}
-
-// reader reports whether client c reads an RWMutex.
-func (r *run) reader(c *client) bool { return r.sc.RW && c.id%2 == 1 }
-
 func (r *run) execute(ctx context.Context) Result {
 	horizon := r.d(2*time.Minute + time.Duration(r.store.initial)*3*time.Second)
 	ctx, cancel := context.WithTimeout(ctx, horizon)
@@ -393,7 +323,9 @@ func (r *run) execute(ctx context.Context) Result {
 			for {
 				select {
 				case <-t.C:
-					r.nodes[0].replicate()
+					for _, n := range r.nodes {
+						n.replicate()
+					}
 				case <-done:
 					return
 				}

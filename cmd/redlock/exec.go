@@ -45,7 +45,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fence := fs.Bool("fence", false, "acquire with a fencing token (one more round trip) and give it to the command in $REDLOCK_FENCE")
 	verbose := fs.Bool("verbose", false, "report acquisition, loss and release on stderr")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: redlock exec --nodes URL,URL,... --key NAME [flags] -- COMMAND [ARG...]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: redlock exec (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [flags] -- COMMAND [ARG...]\n\n"+
 			"Acquires the lock on a quorum of the nodes, runs COMMAND while keeping the lock extended, and\n"+
 			"releases it when COMMAND ends. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after\n"+
 			"--grace. Signals sent to redlock exec are passed on to COMMAND. With --fence, COMMAND finds\n"+
@@ -97,11 +97,16 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := preflight(ctx, cs, nodes, nf.nodeTimeout, stderr); !ok {
 		return code
 	}
+	nodes, _, err = nf.expand(ctx, nodes, cs)
+	if err != nil { // the cluster did not answer
+		fmt.Fprintf(stderr, "redlock exec: %v\n", err)
+		return exitTempFail
+	}
 	opts := []redlock.Option{redlock.WithNodeTimeout(nf.nodeTimeout), redlock.WithKeyPrefix(nf.prefix)}
 	if *fence {
 		opts = append(opts, redlock.WithFencing())
 	}
-	locker, err := redlock.New(cs, opts...)
+	locker, err := nf.locker(ctx, cs, opts...)
 	if err != nil {
 		return usageErr("%v", err)
 	}

@@ -16,18 +16,25 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/quorumlock/redlock/internal/keyslot"
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// A node is one Redis master named on the command line.
+// A node is one vote of the lock named on the command line: a Redis master, a whole Redis
+// Cluster (redis+cluster://), or, with --cluster and --votes, one vote on a cluster's masters.
 type node struct {
-	name string // the URL with its password replaced: the only form that is ever printed
-	opts *redis.Options
+	name    string // the URL with its password replaced: the only form that is ever printed
+	opts    *redis.Options
+	cluster *redis.ClusterOptions // instead of opts, for a cluster
+	tag     string                // a vote's hash tag, "{t}", before every key of the lock
+	master  string                // a vote's master, as the cluster said when it was read
 }
 
 // nodeFlags are the flags every subcommand that talks to the nodes shares.
 type nodeFlags struct {
 	nodes       string
+	cluster     string
+	votes       int
 	key         string
 	prefix      string
 	nodeTimeout time.Duration
@@ -36,7 +43,11 @@ type nodeFlags struct {
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.nodes, "nodes", "", "comma-separated `URLs` of the independent Redis masters, "+
-		"redis://[user:password@]host:port[/db] or rediss://... for TLS (default $REDLOCK_NODES)")
+		"redis://[user:password@]host:port[/db] or rediss://... for TLS, or of whole Redis Clusters, "+
+		"redis+cluster://[user:password@]host:port[?addr=host:port&addr=...] or rediss+cluster://... (default $REDLOCK_NODES)")
+	fs.StringVar(&f.cluster, "cluster", "", "instead of --nodes, the `URL` of one Redis Cluster whose masters give the votes, "+
+		"redis+cluster://... or rediss+cluster://... (needs --votes)")
+	fs.IntVar(&f.votes, "votes", 0, "with --cluster, how many `votes`: independent keys on as many distinct masters")
 	fs.StringVar(&f.key, "key", "", "the lock's `name` (required)")
 	fs.StringVar(&f.prefix, "prefix", "", "a `prefix` put before the key on the nodes")
 	fs.DurationVar(&f.nodeTimeout, "node-timeout", 500*time.Millisecond, "how long one call waits for one node")
@@ -52,13 +63,25 @@ func (f *nodeFlags) parse() ([]node, error) {
 		return nil, fmt.Errorf("--node-timeout %v must be positive", f.nodeTimeout)
 	}
 	spec := f.nodes
-	if spec == "" {
+	switch {
+	case f.cluster != "" && f.nodes != "":
+		return nil, errors.New("give --nodes or --cluster, not both")
+	case f.cluster != "" && f.votes < 1:
+		return nil, fmt.Errorf("--cluster needs --votes, at least 1 (got %d)", f.votes)
+	case f.cluster == "" && f.votes != 0:
+		return nil, errors.New("--votes goes with --cluster")
+	case f.cluster != "":
+		spec = f.cluster
+	case spec == "":
 		spec = os.Getenv("REDLOCK_NODES")
 	}
 	if spec == "" {
 		return nil, errors.New("no nodes: give --nodes or set REDLOCK_NODES")
 	}
 	nodes, err := parseNodes(spec)
+	if err == nil && f.cluster != "" && (len(nodes) != 1 || nodes[0].cluster == nil) {
+		err = errors.New("--cluster takes one redis+cluster:// or rediss+cluster:// URL")
+	}
 	if err != nil || f.caFile == "" {
 		return nodes, err
 	}
@@ -71,16 +94,20 @@ func (f *nodeFlags) parse() ([]node, error) {
 		return nil, fmt.Errorf("--cacert: no PEM certificate in %s", f.caFile)
 	}
 	for _, n := range nodes {
-		if n.opts.TLSConfig != nil {
+		if n.opts != nil && n.opts.TLSConfig != nil {
 			n.opts.TLSConfig.RootCAs = pool
+		}
+		if n.cluster != nil && n.cluster.TLSConfig != nil {
+			n.cluster.TLSConfig.RootCAs = pool
 		}
 	}
 	return nodes, nil
 }
 
-// parseNodes reads a comma-separated list of redis:// or rediss:// URLs with go-redis's URL
-// parser. TLS (rediss://) verifies the server's certificate unless the URL says
-// skip_verify=true. Errors name a node by its position and its redacted URL.
+// parseNodes reads a comma-separated list of redis://, rediss://, redis+cluster:// or
+// rediss+cluster:// URLs with go-redis's URL parsers (a cluster's URL names one seed address
+// and may add others as addr= parameters). TLS (rediss) verifies the server's certificate
+// unless the URL says skip_verify=true. Errors name a node by its position and its redacted URL.
 func parseNodes(spec string) ([]node, error) {
 	var nodes []node
 	seen := map[string]int{}
@@ -99,29 +126,46 @@ func parseNodes(spec string) ([]node, error) {
 			// Parsers' errors may quote pieces of such a URL, password included.
 			return nil, fmt.Errorf("node %d (%s): not a clear URL: escape '@', ':', '/', '?' and '#' in the user name and password as %%XX", i, name)
 		}
-		if u.Scheme != "redis" && u.Scheme != "rediss" {
-			return nil, fmt.Errorf("node %d (%s): want a redis:// or rediss:// URL", i, name)
-		}
 		if u.Host == "" {
 			return nil, fmt.Errorf("node %d (%s): no host", i, name)
 		}
-		opts, err := redis.ParseURL(raw)
+		n := node{name: name}
+		var addrs []string
+		switch u.Scheme {
+		case "redis", "rediss":
+			n.opts, err = redis.ParseURL(raw)
+			if err == nil {
+				addrs = []string{n.opts.Addr}
+				// The command bounds every call with a context; let go-redis honour it, and
+				// keep it from asking the server for maintenance notifications it may not know.
+				n.opts.ContextTimeoutEnabled = true
+				// One dial a call: a refused connection is reported as such, not as a timeout
+				// after go-redis's dial retries; the next call dials again anyway.
+				n.opts.DialerRetries = 1
+				n.opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+			}
+		case "redis+cluster", "rediss+cluster":
+			n.cluster, err = redis.ParseClusterURL(strings.Replace(raw, "+cluster", "", 1))
+			if err == nil {
+				addrs = n.cluster.Addrs
+				n.cluster.ContextTimeoutEnabled = true
+				n.cluster.DialerRetries = 1
+				n.cluster.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+			}
+		default:
+			return nil, fmt.Errorf("node %d (%s): want a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL", i, name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("node %d (%s): %v", i, name, err)
 		}
-		if j, ok := seen[opts.Addr]; ok {
-			// Two entries for one server would count one master twice towards the quorum.
-			return nil, fmt.Errorf("node %d (%s): the same server as node %d", i, name, j)
+		for _, a := range addrs {
+			if j, ok := seen[a]; ok {
+				// Two entries for one server would count one master twice towards the quorum.
+				return nil, fmt.Errorf("node %d (%s): the same server as node %d", i, name, j)
+			}
+			seen[a] = i
 		}
-		seen[opts.Addr] = i
-		// The command bounds every call with a context; let go-redis honour it, and keep it
-		// from asking the server for maintenance notifications it may not know.
-		opts.ContextTimeoutEnabled = true
-		// One dial a call: a refused connection is reported as such, not as a timeout after
-		// go-redis's dial retries; the next call dials again anyway.
-		opts.DialerRetries = 1
-		opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-		nodes = append(nodes, node{name: name, opts: opts})
+		nodes = append(nodes, n)
 	}
 	return nodes, nil
 }
@@ -162,9 +206,45 @@ func redactURL(raw string) (name string, clean bool) {
 func clients(nodes []node) []redis.UniversalClient {
 	cs := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
-		cs[i] = redis.NewClient(n.opts)
+		if n.cluster != nil {
+			cs[i] = redis.NewClusterClient(n.cluster)
+		} else {
+			cs[i] = redis.NewClient(n.opts)
+		}
 	}
 	return cs
+}
+
+// expand turns --cluster's one node into its votes, each named by the vote's tag and the master
+// that serves it, as redlock.NewCluster places them; cs[0] is the cluster's client. Without
+// --cluster it returns nodes and cs as they are.
+func (f *nodeFlags) expand(ctx context.Context, nodes []node, cs []redis.UniversalClient) ([]node, []redis.UniversalClient, error) {
+	if f.cluster == "" {
+		return nodes, cs, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
+	defer cancel()
+	placed, err := keyslot.Votes(ctx, cs[0].(*redis.ClusterClient), f.votes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: place %d votes: %v", nodes[0].name, f.votes, err)
+	}
+	votes := make([]node, len(placed))
+	vcs := make([]redis.UniversalClient, len(placed))
+	for i, v := range placed {
+		votes[i] = node{name: fmt.Sprintf("vote {%s} on %s", v.Tag, v.Master), tag: "{" + v.Tag + "}", master: v.Master}
+		vcs[i] = cs[0]
+	}
+	return votes, vcs, nil
+}
+
+// locker returns the Client for the nodes as parsed: over --nodes, or --votes on --cluster.
+func (f *nodeFlags) locker(ctx context.Context, cs []redis.UniversalClient, opts ...redlock.Option) (*redlock.Client, error) {
+	if f.cluster == "" {
+		return redlock.New(cs, opts...)
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
+	defer cancel()
+	return redlock.NewCluster(ctx, cs[0].(*redis.ClusterClient), f.votes, opts...)
 }
 
 func closeClients(cs []redis.UniversalClient) {

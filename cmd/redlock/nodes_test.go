@@ -43,7 +43,7 @@ func TestParseNodes(t *testing.T) {
 func TestParseNodesRejects(t *testing.T) {
 	for _, tc := range []struct{ spec, want string }{
 		{"redis://alice:hunter2@127.0.0.1:1,", "node 1: empty URL"},
-		{"http://alice:hunter2@127.0.0.1:1", "node 0 (http://alice:xxxxx@127.0.0.1:1): want a redis:// or rediss:// URL"},
+		{"http://alice:hunter2@127.0.0.1:1", "node 0 (http://alice:xxxxx@127.0.0.1:1): want a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL"},
 		{"redis://alice:hunter2@127.0.0.1:1,redis://bob:hunter2@127.0.0.1:1/2", "node 1 (redis://bob:xxxxx@127.0.0.1:1/2): the same server as node 0"},
 		{"redis://alice:hun%zzter2@127.0.0.1:1", "node 0 (redis://alice:xxxxx@127.0.0.1:1): not a valid URL"},
 		{"redis://alice:hunter2@127.0.0.1:port", "node 0 (redis://alice:xxxxx@127.0.0.1:port): not a valid URL"},
@@ -142,5 +142,28 @@ func TestChildEnv(t *testing.T) {
 	}
 	if env[1] != "REDLOCK_FENCE=7" || env[2] != "REDLOCK_TOKEN=outer" {
 		t.Error("the caller's slice was changed")
+	}
+}
+
+func TestParseClusterNodes(t *testing.T) {
+	nodes, err := parseNodes("redis+cluster://alice:pw1@127.0.0.1:7001?addr=127.0.0.1:7002&addr=127.0.0.1:7003,rediss+cluster://bob:pw2@example.com:7004,redis://127.0.0.1:7005")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := nodes[0].cluster
+	if nodes[0].name != "redis+cluster://alice:xxxxx@127.0.0.1:7001?addr=127.0.0.1:7002&addr=127.0.0.1:7003" || c == nil ||
+		fmt.Sprint(c.Addrs) != "[127.0.0.1:7001 127.0.0.1:7002 127.0.0.1:7003]" || c.Username != "alice" || c.Password != "pw1" || !c.ContextTimeoutEnabled {
+		t.Errorf("node 0: %q %+v", nodes[0].name, c)
+	}
+	if tls := nodes[1].cluster.TLSConfig; tls == nil || tls.InsecureSkipVerify {
+		t.Errorf("rediss+cluster:// must verify the server's certificate: %+v", tls)
+	}
+	if nodes[2].opts == nil || nodes[2].cluster != nil {
+		t.Errorf("node 2 is a plain server: %+v", nodes[2])
+	}
+	// A seed address of a cluster given again counts one master twice.
+	_, err = parseNodes("redis+cluster://127.0.0.1:7001?addr=127.0.0.1:7002,redis://127.0.0.1:7002")
+	if err == nil || !strings.Contains(err.Error(), "the same server as node 0") {
+		t.Errorf("a seed address given twice: %v", err)
 	}
 }

@@ -20,7 +20,8 @@ import (
 // nodeStatus is what one node says about the key.
 type nodeStatus struct {
 	Node      int    `json:"node"`
-	URL       string `json:"url"` // redacted
+	URL       string `json:"url"`              // redacted; with --cluster, the vote's tag and master
+	Master    string `json:"master,omitempty"` // with --cluster, the master that serves the vote
 	Reachable bool   `json:"reachable"`
 	Held      bool   `json:"held"`
 	TTLMillis int64  `json:"ttl_ms,omitempty"`  // remaining; -1 when the key has no expiry
@@ -35,6 +36,7 @@ type nodeStatus struct {
 // lockStatus is the whole picture: every node and the verdict.
 type lockStatus struct {
 	Key     string       `json:"key"`
+	Cluster string       `json:"cluster,omitempty"` // with --cluster, its redacted URL: the nodes are its votes
 	Quorum  int          `json:"quorum"`
 	Verdict string       `json:"verdict"` // held, free, split or unknown
 	Holder  string       `json:"holder,omitempty"`
@@ -59,7 +61,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	nf.register(fs)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: redlock status --nodes URL,URL,... --key NAME [-json]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: redlock status (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [-json]\n\n"+
 			"Shows, for every node, whether it answered, whether it holds the key, the remaining TTL and\n"+
 			"the holder's token (shortened), then the verdict: held (one token on a quorum), free, split\n"+
 			"(held on some nodes, no quorum) or unknown (too few nodes answered). Exit status 0, or 1 when\n"+
@@ -84,9 +86,18 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	cs := clients(nodes)
 	defer closeClients(cs)
+	cluster := ""
+	if nf.cluster != "" {
+		cluster = nodes[0].name
+	}
+	nodes, vcs, err := nf.expand(ctx, nodes, cs)
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock status: %v\n", err)
+		return 1
+	}
 
-	st := inspect(ctx, cs, nodes, nf.prefix+nf.key, nf.nodeTimeout)
-	st.Key = nf.key
+	st := inspect(ctx, vcs, nodes, nf.prefix+nf.key, nf.nodeTimeout)
+	st.Key, st.Cluster = nf.key, cluster
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -107,8 +118,8 @@ func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stor
 	for i, c := range cs {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			st.Nodes[i] = inspectNode(ctx, c, stored, timeout)
-			st.Nodes[i].Node, st.Nodes[i].URL = i, nodes[i].name
+			st.Nodes[i] = inspectNode(ctx, c, nodes[i].tag, stored, timeout)
+			st.Nodes[i].Node, st.Nodes[i].URL, st.Nodes[i].Master = i, nodes[i].name, nodes[i].master
 		}()
 	}
 	for range cs {
@@ -145,15 +156,17 @@ func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stor
 	return st
 }
 
-func inspectNode(ctx context.Context, c redis.UniversalClient, stored string, timeout time.Duration) nodeStatus {
+// inspectNode reads the key from one node; tag, not empty for a vote of --cluster, is put
+// before every key as the vote puts it.
+func inspectNode(ctx context.Context, c redis.UniversalClient, tag, stored string, timeout time.Duration) nodeStatus {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var get, fence *redis.StringCmd
 	var pttl *redis.DurationCmd
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		get = p.Get(ctx, stored)
-		pttl = p.PTTL(ctx, stored)
-		fence = p.Get(ctx, keyslot.Companion("fence", stored)) // the library's counter for fenced locks
+		get = p.Get(ctx, tag+stored)
+		pttl = p.PTTL(ctx, tag+stored)
+		fence = p.Get(ctx, tag+keyslot.Companion("fence", stored)) // the library's counter for fenced locks
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -183,7 +196,11 @@ func shorten(tok string) string {
 }
 
 func printStatus(w io.Writer, st lockStatus) {
-	fmt.Fprintf(w, "key %q on %d nodes, quorum %d\n", st.Key, len(st.Nodes), st.Quorum)
+	if st.Cluster != "" {
+		fmt.Fprintf(w, "key %q on %d votes of %s, quorum %d\n", st.Key, len(st.Nodes), st.Cluster, st.Quorum)
+	} else {
+		fmt.Fprintf(w, "key %q on %d nodes, quorum %d\n", st.Key, len(st.Nodes), st.Quorum)
+	}
 	fenced := slices.ContainsFunc(st.Nodes, func(n nodeStatus) bool { return n.Fence != 0 })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if fenced {

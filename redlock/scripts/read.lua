@@ -5,5 +5,7 @@
 if redis.call("EXISTS", KEYS[1]) == 1 or redis.call("EXISTS", KEYS[3]) == 1 then
 	return {0}
 end
-hold(KEYS[2], ARGV[1], now_ms(), tonumber(ARGV[2]))
+local now = now_ms()
+live(KEYS[2], now) -- drops the expired readers, so that a stream of readers keeps the set small
+hold(KEYS[2], ARGV[1], now, tonumber(ARGV[2]))
 return {1}

@@ -16,6 +16,9 @@ const (
 
 func caseNodes(n int) string { return fmt.Sprintf("BenchmarkNodes/n=%d", n) }
 
+// caseCluster names BenchmarkCluster's case for a topology: servers, clusters or votes.
+func caseCluster(topo string) string { return "BenchmarkCluster/nodes=" + topo }
+
 const (
 	floor   = "floor"
 	ours    = "redlock"
@@ -45,9 +48,12 @@ func (r results) cell(c, impl, unit string, format func(float64) string) string 
 }
 
 // ratio formats median(c, a)/median(c, b) of a unit.
-func (r results) ratio(c, a, b, unit string) (float64, string) {
-	x, ok1 := r.median(c, a, unit)
-	y, ok2 := r.median(c, b, unit)
+func (r results) ratio(c, a, b, unit string) (float64, string) { return r.div(c, a, c, b, unit) }
+
+// div formats median(c1, a)/median(c2, b) of a unit, "n/a" when either is missing.
+func (r results) div(c1, a, c2, b, unit string) (float64, string) {
+	x, ok1 := r.median(c1, a, unit)
+	y, ok2 := r.median(c2, b, unit)
 	if !ok1 || !ok2 || y == 0 {
 		return 0, "n/a"
 	}
@@ -189,6 +195,21 @@ func render(r results, machine, stat, limits, svg string) string {
 		t.row(im, r.cell(caseNodes(3), im, "ns/op", nsAsUS), r.cell(caseNodes(5), im, "ns/op", nsAsUS),
 			r.cell(caseNodes(7), im, "ns/op", nsAsUS), grow,
 			r.cell(caseNodes(3), im, "allocs/op", count), r.cell(caseNodes(7), im, "allocs/op", count))
+	}
+
+	p("\n### 5. Redis Cluster: uncontended serial Lock+Unlock, 3 votes\n\n")
+	t.header("nodes", "library", "time/op", "allocs/op", "B/op", "p50", "p99", "time × the same library on 3 servers")
+	for _, c := range []struct{ topo, what string }{
+		{"servers", "3 plain servers"},
+		{"clusters", "3 clusters of one master, each a *redis.ClusterClient"},
+		{"votes", "NewCluster: 3 votes on one cluster of 3 masters"},
+	} {
+		name := caseCluster(c.topo)
+		for _, im := range r.impls(name) {
+			_, x := r.div(name, im, caseCluster("servers"), im, "ns/op")
+			t.row(c.what, im, r.cell(name, im, "ns/op", nsAsUS), r.cell(name, im, "allocs/op", count),
+				r.cell(name, im, "B/op", count), r.cell(name, im, "p50-us", us), r.cell(name, im, "p99-us", us), x)
+		}
 	}
 
 	if limits != "" {
