@@ -11,6 +11,8 @@ type Backend interface {
 	newNode(name string, start time.Time, sc Scenario) *node
 	// tcp reports whether clients reach the nodes over TCP, through a proxy per link.
 	tcp() bool
+	// gap says why the backend cannot reproduce sc, "" when it can.
+	gap(sc Scenario) string
 }
 
 var (

@@ -35,7 +35,10 @@ type Scenario struct {
 	// NodeClocks says that the faults change the nodes' clocks (jumps, rates): on the real
 	// backend, the servers then run under libfaketime.
 	NodeClocks bool
-	setup      func(*run)
+	// NotOnReal, when set, says why the row cannot be reproduced on real servers: the real
+	// backend then reports that instead of a verdict, and the row does not fail a run.
+	NotOnReal string
+	setup     func(*run)
 }
 
 func (sc Scenario) withDefaults() Scenario {

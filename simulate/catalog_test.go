@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -94,5 +95,19 @@ func TestCatalogReal(t *testing.T) {
 	}
 	if left := redistest.ServerChildren(); len(left) > 0 {
 		t.Errorf("redis-server processes left running: %v", left)
+	}
+}
+
+// A row that real servers cannot reproduce says why, and does not fail the run.
+func TestNotOnReal(t *testing.T) {
+	sc := simulate.Scenario{Name: "cluster-only", Expect: simulate.Violation, NotOnReal: "needs a Redis Cluster"}
+	res := simulate.Run(context.Background(), sc, simulate.Options{Backend: simulate.Real{}})
+	if res.Observed != simulate.VerdictNotReproducible || !res.OK || res.Note != sc.NotOnReal || res.Backend != "real" {
+		t.Fatalf("got %s, ok %v, note %q on %s", res.Observed, res.OK, res.Note, res.Backend)
+	}
+	var table strings.Builder
+	simulate.WriteTable(&table, []simulate.Result{res})
+	if !strings.Contains(table.String(), "not reproducible: needs a Redis Cluster") {
+		t.Errorf("the table does not say why:\n%s", table.String())
 	}
 }

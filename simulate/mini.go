@@ -20,6 +20,8 @@ func (Mini) newNode(name string, start time.Time, _ Scenario) *node { return new
 
 func (Mini) tcp() bool { return false }
 
+func (Mini) gap(Scenario) string { return "" }
+
 func newMiniNode(name string, start time.Time) *node {
 	n := &node{name: name, clock: newSkew(start)}
 	m := &mini{clock: n.clock, up: true}

@@ -39,6 +39,8 @@ func (Real) String() string { return "real" }
 
 func (Real) tcp() bool { return true }
 
+func (Real) gap(sc Scenario) string { return sc.NotOnReal }
+
 // InstallHint is the command that installs what the real backend needs on Debian or Ubuntu.
 const InstallHint = "apt-get install -y redis-server faketime"
 

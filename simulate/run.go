@@ -33,6 +33,8 @@ const (
 	VerdictInconclusive Verdict = "inconclusive"
 	// Error: the backend could not run the scenario (a server did not start); Note says why.
 	VerdictError Verdict = "error"
+	// NotReproducible: the backend cannot reproduce the scenario; Note says why.
+	VerdictNotReproducible Verdict = "not-reproducible"
 )
 
 // Options tune a run of a scenario.
@@ -127,6 +129,12 @@ type run struct {
 // (or no real time at all inside a testing/synctest bubble).
 func Run(ctx context.Context, sc Scenario, o Options) Result {
 	r := newRun(sc, o)
+	if why := r.backend.gap(sc); why != "" {
+		res := r.result(false)
+		res.Observed, res.OK, res.Note = VerdictNotReproducible, true, why
+		r.closeNodes()
+		return res
+	}
 	if err := r.startNodes(ctx); err != nil {
 		r.closeNodes()
 		res := r.result(false)

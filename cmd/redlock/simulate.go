@@ -131,8 +131,11 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			res := simulate.Run(ctx, j.sc, simulate.Options{Seed: j.seed, Scale: *scale, Backend: backend})
 			results[i] = res
 			verdict := "ok"
-			if !res.OK {
+			switch {
+			case !res.OK:
 				verdict = "UNEXPECTED " + res.Note
+			case res.Observed == simulate.VerdictNotReproducible:
+				verdict = "not reproducible on " + res.Backend + ": " + res.Note
 			}
 			mu.Lock()
 			defer mu.Unlock()
