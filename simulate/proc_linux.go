@@ -8,3 +8,6 @@ import "syscall"
 func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
+
+// killGroup kills the server and any child it forked (an AOF rewrite).
+func killGroup(pid int) { syscall.Kill(-pid, syscall.SIGKILL) }

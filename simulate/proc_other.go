@@ -1,9 +1,18 @@
-//go:build !linux
+//go:build !unix
 
 package simulate
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
-// procAttr puts a server in its own process group, so that a Ctrl-C at the terminal reaches
-// only the simulator, which stops its servers itself.
-func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// procAttr has nothing to add where there are no process groups.
+func procAttr() *syscall.SysProcAttr { return nil }
+
+// killGroup kills the server.
+func killGroup(pid int) {
+	if p, err := os.FindProcess(pid); err == nil {
+		p.Kill()
+	}
+}

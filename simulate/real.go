@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -432,7 +431,7 @@ func (p *proc) kill() {
 	if p.cmd == nil {
 		return
 	}
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	killGroup(p.cmd.Process.Pid)
 	<-p.exited
 	p.cmd = nil
 }
