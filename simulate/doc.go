@@ -9,6 +9,11 @@
 // replies, clock jumps and rate skew, pauses of a client) from one seeded random source, so the
 // same seed gives the same schedule. The checker then compares critical sections in true time.
 //
+// A Backend runs the nodes: Mini, the in-memory servers above, or Real, redis-server processes
+// on free loopback ports with real faults (signals, persistence settings, a TCP proxy per client
+// and node, libfaketime for the servers' clocks). The engine, the workload and the checker are
+// the same on both.
+//
 // The engine reads time only through the time package: inside a testing/synctest bubble a run
 // with a 10 s TTL takes no real time; outside one, Options.Scale shrinks every duration so a run
 // takes a second or two.
