@@ -15,6 +15,17 @@ import (
 // Of returns the size of a majority of n nodes: n/2 + 1.
 func Of(n int) int { return n/2 + 1 }
 
+// Permits returns how many of n nodes each holder of a semaphore of p ≥ 1 permits must hold so
+// that no more than p hold it at once: q = floor(p*n/(p+1)) + 1, at most n. Then p+1 holders
+// would need (p+1)*q > p*n places, more than n nodes admitting p holders each can give. It is
+// computed as n - ceil(n/(p+1)) + 1, which cannot overflow; p = 1 gives Of(n).
+func Permits(n, p int) int {
+	if p >= n-1 {
+		return n
+	}
+	return n - (n+p)/(p+1) + 1
+}
+
 // A Reply is one node's answer to a call. Err == nil means the node succeeded.
 type Reply[T any] struct {
 	Node  int

@@ -3,6 +3,7 @@ package quorum_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -21,6 +22,29 @@ func TestOf(t *testing.T) {
 	for n, want := range []int{1, 1, 2, 2, 3, 3, 4, 4} {
 		if got := quorum.Of(n); got != want {
 			t.Errorf("Of(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+func TestPermits(t *testing.T) {
+	for _, tc := range []struct{ n, p, want int }{
+		{5, 1, 3}, {5, 2, 4}, {5, 3, 4}, {5, 4, 5}, {5, 1000, 5}, {5, math.MaxInt, 5},
+		{3, 1, 2}, {3, 2, 3}, {1, 1, 1}, {1, 7, 1}, {7, 2, 5}, {7, 3, 6}, {9, 2, 7},
+	} {
+		if got := quorum.Permits(tc.n, tc.p); got != tc.want {
+			t.Errorf("Permits(%d, %d) = %d, want %d", tc.n, tc.p, got, tc.want)
+		}
+	}
+	// Against the formula itself, where p*n does not overflow; and p = 1 is a majority.
+	for n := 1; n <= 12; n++ {
+		for p := 1; p <= 30; p++ {
+			want := min(p*n/(p+1)+1, n)
+			if got := quorum.Permits(n, p); got != want || (p+1)*got <= p*n {
+				t.Errorf("Permits(%d, %d) = %d, want %d", n, p, got, want)
+			}
+		}
+		if quorum.Permits(n, 1) != quorum.Of(n) {
+			t.Errorf("Permits(%d, 1) = %d, not a majority", n, quorum.Permits(n, 1))
 		}
 	}
 }

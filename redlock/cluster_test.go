@@ -303,6 +303,51 @@ func testCluster(t *testing.T, s clusterSetup) {
 		l2.Unlock(ctx)
 	})
 
+	// The semaphore, the RWMutex, LockAll and Resume, on every key: their keys are named in
+	// the key's slot, and their waiting calls are woken by releases (the fallback timer is an
+	// hour).
+	t.Run("primitives", func(t *testing.T) {
+		for _, k := range clusterKeys {
+			t.Run(k.prefix+k.key, func(t *testing.T) {
+				hour := redlock.WithRetryDelay(time.Hour, time.Hour)
+				c1 := s.client(t, redlock.WithKeyPrefix(k.prefix), hour)
+				c2 := s.client(t, redlock.WithKeyPrefix(k.prefix), hour)
+				testPrimitivesOn(t, c1, c2, k.key)
+			})
+		}
+		// LockAll of keys in different slots: an error on cluster nodes, where a script
+		// touches one slot; NewCluster's votes put every key of a vote in the vote's slot.
+		c := s.client(t)
+		all, err := c.TryLockAll(ctx, []string{"stock", "invoice"}, 10*time.Second)
+		if _, tag := s.raw(0); tag == "" {
+			if err == nil || !strings.Contains(err.Error(), "hash tag") {
+				t.Fatalf("LockAll across slots on cluster nodes: %v", err)
+			}
+			all, err = c.TryLockAll(ctx, []string{"{order:7}:stock", "{order:7}:invoice"}, 10*time.Second)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Both keys on a quorum, and on each node both or neither (once the replies after the
+		// quorum are in: two GETs are not one atomic read).
+		redistest.Eventually(t, "both keys on a quorum, both or neither on each node", func() bool {
+			stock, invoice := s.holders(t, all.Keys()[0]), s.holders(t, all.Keys()[1])
+			n := 0
+			for i := range stock {
+				if stock[i] != invoice[i] {
+					return false
+				}
+				if stock[i] == all.Token() {
+					n++
+				}
+			}
+			return n >= 2
+		})
+		if err := all.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	// With the master serving node 0's copy of the key stopped (SIGSTOP), the lock is still
 	// acquired, extended and released on the other two.
 	t.Run("stopped-master", func(t *testing.T) {
@@ -365,5 +410,105 @@ func TestNewClusterErrors(t *testing.T) {
 				t.Fatalf("NewCluster: %v, want an error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// testPrimitivesOn runs each primitive of c1 on key, with c2 as another process; both wait
+// for releases by announcement only.
+func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
+	t.Helper()
+	ctx := context.Background()
+	// waited runs acquire in the background and returns a channel that receives its error
+	// once it acquired and released, after the caller's release.
+	waited := func(acquire func(context.Context, time.Duration) (*redlock.Lock, error)) <-chan error {
+		got := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			l, err := acquire(ctx, 10*time.Second)
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			got <- err
+		}()
+		return got
+	}
+	settle := func() { time.Sleep(100 * time.Millisecond) } // the waiter failed once and listens
+
+	sem1, _ := c1.Semaphore(key, 2)
+	sem2, _ := c2.Semaphore(key, 2)
+	a, err := sem1.TryLock(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sem2.TryLock(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sem2.TryLock(ctx, 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("a third holder of 2 permits: %v", err)
+	}
+	got := waited(sem2.Lock)
+	settle()
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the semaphore's waiter: %v", err)
+	}
+	b.Unlock(ctx)
+
+	rw1, _ := c1.RWMutex(key)
+	rw2, _ := c2.RWMutex(key)
+	r1, err := rw1.RLock(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := rw2.TryRLock(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatalf("a second reader: %v", err)
+	}
+	got = waited(rw2.Lock)
+	settle()
+	if _, err := rw1.TryRLock(ctx, 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("a reader behind a waiting writer: %v", err)
+	}
+	r1.Unlock(ctx)
+	r2.Unlock(ctx)
+	if err := <-got; err != nil {
+		t.Fatalf("the waiting writer: %v", err)
+	}
+
+	held, err := c1.Lock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = waited(func(ctx context.Context, ttl time.Duration) (*redlock.Lock, error) {
+		return c2.LockAll(ctx, []string{key}, ttl)
+	})
+	settle()
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("LockAll behind Lock: %v", err)
+	}
+
+	l, err := c1.Lock(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c2.Resume(ctx, key, l.Token(), 20*time.Second)
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if err := r.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Resume(ctx, key, l.Token(), 10*time.Second); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Resume after Unlock: %v", err)
 	}
 }

@@ -210,3 +210,108 @@ func ExampleWithFencing() {
 	// A writes: refused = true
 	// store holds: from B
 }
+
+func ExampleClient_Semaphore() {
+	nodes, stop := masters(5)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	// At most 2 holders at once, however the nodes are split between contenders: each holder
+	// needs 4 of the 5 nodes, not a majority.
+	exports, _ := locker.Semaphore("exports", 2)
+	fmt.Println("nodes a holder needs:", exports.Quorum())
+	first, _ := exports.TryLock(ctx, 10*time.Second)
+	second, _ := exports.TryLock(ctx, 10*time.Second)
+	_, err := exports.TryLock(ctx, 10*time.Second)
+	fmt.Println("a third holder:", errors.Is(err, redlock.ErrNotAcquired))
+
+	first.Unlock(ctx)
+	third, err := exports.TryLock(ctx, 10*time.Second)
+	fmt.Println("after a release:", err)
+	second.Unlock(ctx)
+	third.Unlock(ctx)
+	// Output:
+	// nodes a holder needs: 4
+	// a third holder: true
+	// after a release: <nil>
+}
+
+func ExampleClient_RWMutex() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	doc, _ := locker.RWMutex("doc:7")
+	r1, _ := doc.RLock(ctx, 10*time.Second)
+	r2, err := doc.TryRLock(ctx, 10*time.Second)
+	fmt.Println("readers share:", err)
+	_, err = doc.TryLock(ctx, 10*time.Second)
+	fmt.Println("a writer waits for them:", errors.Is(err, redlock.ErrNotAcquired))
+	r1.Unlock(ctx)
+	r2.Unlock(ctx)
+
+	err = doc.Do(ctx, 10*time.Second, func(ctx context.Context) error {
+		fmt.Println("writing alone")
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// readers share: <nil>
+	// a writer waits for them: true
+	// writing alone
+	// done: <nil>
+}
+
+func ExampleClient_LockAll() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	// A transfer locks both accounts, or neither: no deadlock whatever the order.
+	both, err := locker.LockAll(ctx, []string{"account:alice", "account:bob"}, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("holding", both.Keys())
+
+	// Each key is stored as Lock stores it, so a plain Lock of one of them waits.
+	_, err = locker.TryLock(ctx, "account:bob", 10*time.Second)
+	fmt.Println("Lock of account:bob:", errors.Is(err, redlock.ErrNotAcquired))
+	both.Unlock(ctx)
+	// Output:
+	// holding [account:alice account:bob]
+	// Lock of account:bob: true
+}
+
+func ExampleClient_Resume() {
+	nodes, stop := masters(3)
+	defer stop()
+	ctx := context.Background()
+
+	// One process takes the lock and hands its token on (to a child, or across a restart).
+	parent, _ := redlock.New(nodes)
+	defer parent.Close()
+	lock, _ := parent.Lock(ctx, "migration", 10*time.Second)
+	token := lock.Token()
+
+	// Another process, with its own Client, takes it over: it extends and unlocks it.
+	child, _ := redlock.New(nodes)
+	defer child.Close()
+	taken, err := child.Resume(ctx, "migration", token, 30*time.Second)
+	fmt.Println("resumed:", err)
+	fmt.Println("unlocked:", taken.Unlock(ctx))
+
+	_, err = child.Resume(ctx, "migration", token, 30*time.Second)
+	fmt.Println("again:", errors.Is(err, redlock.ErrNotHeld))
+	// Output:
+	// resumed: <nil>
+	// unlocked: <nil>
+	// again: true
+}

@@ -9,21 +9,22 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// A Lock is one acquisition of a key. Its methods are safe for concurrent use.
+// A Lock is one acquisition: of a key by Client.Lock, TryLock, Do or Resume, of a permit of a
+// Semaphore, of an RWMutex for reading or writing, or of several keys by LockAll. Its methods
+// are safe for concurrent use.
 type Lock struct {
-	c      *Client
-	key    string // as the caller gave it
-	stored string // with the client's prefix
-	token  string
-	fence  uint64
-	// The release script's keys and arguments for Unlock and late, made once, only read:
-	// announce the release, and take the waiter that acquired the lock, if any, out of the
-	// key's queue.
-	relKeys []string
+	c *Client
+	spec
+	token string
+	fence uint64
+	// The release script's arguments for Unlock and late, made once, only read: announce the
+	// release, and take the waiter that acquired the lock, if any, out of the key's queue.
 	relArgs []any
 
 	mu     sync.Mutex
@@ -39,17 +40,26 @@ type Lock struct {
 	unlocking *quorum.Round[struct{}]
 }
 
-// Key returns the key as given to Lock or TryLock, without the client's prefix.
+// Key returns the key as given (the first of LockAll's keys), without the client's prefix.
 func (l *Lock) Key() string { return l.key }
+
+// Keys returns every key the lock holds, as given: LockAll's keys, or [Key()].
+func (l *Lock) Keys() []string {
+	if l.keys != nil {
+		return slices.Clone(l.keys)
+	}
+	return []string{l.key}
+}
 
 // Token returns the value stored under the key on the nodes: 128 random bits, base64url,
 // new for every acquisition.
 func (l *Lock) Token() string { return l.token }
 
-// Fence returns the lock's fencing token, or 0 unless the Client was made WithFencing. Fencing
-// tokens of one key strictly increase from one acquisition to the next, by any client: a
-// resource that refuses a token lower than the highest it has accepted refuses a holder whose
-// lock has expired (see WithFencing for the assumptions).
+// Fence returns the lock's fencing token, or 0 unless the Client was made WithFencing and the
+// lock was acquired by Client.Lock, TryLock or Do. Fencing tokens of one key strictly increase
+// from one acquisition to the next, by any client: a resource that refuses a token lower than
+// the highest it has accepted refuses a holder whose lock has expired (see WithFencing for the
+// assumptions).
 func (l *Lock) Fence() uint64 { return l.fence }
 
 // Until returns the end of the lock's drift-corrected validity on the local clock: the last
@@ -149,40 +159,57 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.endedAt(start) {
 		return fmt.Errorf("%w: it ended at %v", ErrNotHeld, l.Until().Format(time.RFC3339Nano))
 	}
-	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
+	r := c.renew(ctx, start, l.extend, l.extKeys, l.need, l.token, ttl)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r.err == nil && !l.ended {
+		l.until = r.until
+		return nil
+	}
+	if r.gone {
+		l.endLocked() // lost now, not at Until
+	}
+	if r.err == nil {
+		return fmt.Errorf("%w: it ended while being extended", ErrNotHeld)
+	}
+	return r.err
+}
+
+// A renewal is the outcome of one round of an extend script, Extend's or Resume's.
+type renewal struct {
+	until time.Time // the new validity's end
+	gone  bool      // so many nodes no longer hold the token that no quorum can
+	err   error     // nil when a quorum renewed it within the new validity
+}
+
+// renew runs script (an extend script, see kind) on every node with keys, token and ttl, from
+// start, and decides at need.
+func (c *Client) renew(ctx context.Context, start time.Time, script *redis.Script, keys []string, need int, token string, ttl time.Duration) renewal {
 	until := clock.Deadline(start, ttl, c.driftFactor)
 	wait := min(c.nodeTimeout, until.Sub(start))
-	keys, args := []string{l.stored}, []any{l.token, ms}
-	out := ask(c, ctx, wait, func(ctx context.Context, i int) (struct{}, error) {
-		n, err := extendScript.Run(ctx, c.nodes[i], keys, args...).Int()
+	args := []any{token, strconv.FormatInt(ttl.Milliseconds(), 10)}
+	out := ask(c, ctx, wait, need, func(ctx context.Context, i int) (struct{}, error) {
+		n, err := script.Run(ctx, c.nodes[i], keys, args...).Int()
 		if err == nil && n == 0 {
 			err = errNotOwner
 		}
 		return struct{}{}, err
 	})
-	now := c.clock.Now()
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if out.Quorum && now.Before(until) && !l.ended {
-		l.until = until
-		return nil
+	if out.Quorum && c.clock.Now().Before(until) {
+		return renewal{until: until}
 	}
-	// Gone from so many nodes that no quorum can hold it: lost now, not at Until.
 	gone := 0
 	for _, rep := range out.Replies {
 		if errors.Is(rep.Err, errNotOwner) {
 			gone++
 		}
 	}
-	if gone > len(c.nodes)-c.quorum {
-		l.endLocked()
-	}
 	errs := []error{ErrNotHeld}
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
-	return errors.Join(append(errs, nodeErrors(c, ctx, out, wait)...)...)
+	errs = append(errs, nodeErrors(c, ctx, out, wait)...)
+	return renewal{until: until, gone: gone > len(c.nodes)-need, err: errors.Join(errs...)}
 }
 
 // Unlock releases the lock on every node where it still holds this lock's token (compare and
@@ -205,9 +232,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		ctx = context.WithoutCancel(ctx)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-	keys, args := l.relKeys, l.relArgs
+	u := l.releaser()
 	call := func(ctx context.Context, i int) (struct{}, error) {
-		return struct{}{}, c.release(ctx, i, keys, args)
+		return struct{}{}, u.run(ctx, c, i)
 	}
 	// A node whose acquisition reply is still in flight is released by late once the reply is
 	// in (a release sent now could overtake the SET): the first Unlock waits for that.
@@ -224,14 +251,22 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		}
 	}
 	l.mu.Unlock()
-	out := decide(c, callCtx, r)
+	out := r.Decide(l.need, callCtx.Done(), nil)
 	drain(c, r, out, cancel, nil)
-	c.wake.notify(l.stored) // this Client's own waiters need not wait for the announcement
+	// This Client's own waiters need not wait for the announcement.
+	c.wake.notify(l.stored)
+	for _, k := range l.more {
+		c.wake.notify(k)
+	}
 	if out.Quorum {
 		return nil
 	}
 	return errors.Join(append([]error{ErrNotHeld}, nodeErrors(c, ctx, out, c.nodeTimeout)...)...)
 }
+
+// releaser is Unlock's release on a node: announced, and taking the waiter that acquired out
+// of the queue.
+func (l *Lock) releaser() undo { return undo{script: l.release, keys: l.relKeys, args: l.relArgs} }
 
 // late takes an acquisition reply that came after the lock was granted. If the lock has ended
 // since (a quick Unlock overtook the reply), the node may have taken the key after its release:
@@ -246,24 +281,23 @@ func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Durat
 	}
 	err := errNotOwner
 	if !errors.Is(rep.Err, errTaken) {
-		err = l.c.rollback(ctx, rep.Node, l.relKeys, l.relArgs, ttl)
+		err = l.c.rollback(ctx, rep.Node, l.releaser(), ttl)
 	}
 	if r != nil { // else it ended by its validity or an Extend, not by Unlock
 		r.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
 	}
 }
 
-// Do acquires key like Lock, runs fn, and releases the lock when fn returns. While fn runs the
-// lock is extended by ttl whenever a third of the ttl is left. If the lock cannot be proved held
-// (no extension reached a quorum before the validity ended, or the key was taken from a
-// majority), fn's context is cancelled at once with cause ErrNotHeld (see context.Cause), Lost
-// closes, and Do returns an error wrapping ErrNotHeld and fn's error. Otherwise Do returns fn's
-// error. fn must stop using the protected resource when its context is done.
-func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error) error {
+// do acquires what s says like Lock, runs fn, and releases the lock when fn returns, extending
+// it while fn runs (see Client.Do).
+func (c *Client) do(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return errors.New("redlock: nil fn")
 	}
-	l, err := c.Lock(ctx, key, ttl)
+	if err := c.checkTTL(ttl); err != nil {
+		return err
+	}
+	l, err := c.acquire(ctx, s, ttl)
 	if err != nil {
 		return err
 	}
@@ -288,7 +322,7 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	default:
 	}
 	if err := l.Unlock(ctx); err != nil {
-		c.log.WarnContext(ctx, "redlock: release after Do", "key", key, "err", err)
+		c.log.WarnContext(ctx, "redlock: release after Do", "kind", l.name, "key", l.key, "err", err)
 	}
 	return fnErr
 }

@@ -83,6 +83,8 @@ func WithRetryDelay(min, max time.Duration) Option {
 //     brace-free tag of s's slot.
 //
 // A prefix with a hash tag, such as "{tenant}:", puts every lock of the Client in one slot.
+// A Semaphore keeps its holders under "semaphore:" and an RWMutex its writer, readers and
+// waiting writer's mark under "rwlock:", "readers:" and "writing:", named the same way.
 // Releases are announced on channel p+"redlock:released", or, when they name a waiter, on its
 // Client's own channel, p+"redlock:released:" and an id.
 func WithKeyPrefix(p string) Option {

@@ -25,20 +25,21 @@ type releases struct {
 	waiters   map[string]map[*waiter]struct{}
 }
 
-// A waiter is one Lock call waiting for a key (stored form) to be released. Its attempts put
-// it in the key's queue on the nodes, and a release names the waiter first in its node's queue:
-// only that waiter is woken, so that the others do not all contend for the key at once.
+// A waiter is one Lock-like call waiting for a key (stored form) to be released, or any of
+// several (LockAll). A mutex's attempts put it in the key's queue on the nodes, and a release
+// names the waiter first in its node's queue: only that waiter is woken, so that the others do
+// not all contend for the key at once. Other releases name nobody and wake every waiter.
 type waiter struct {
-	key   string
+	keys  []string
 	id    string        // its name in the queue: the Client's id, a dot and a number
 	score string        // its place in the queue: when it began waiting, in Unix microseconds
 	wake  chan struct{} // one pending wake-up is enough
 }
 
-// newWaiter returns a waiter for key (stored form), placed in the queue as of now.
-func (c *Client) newWaiter(key string) *waiter {
+// newWaiter returns a waiter for what s acquires, placed in the queue as of now.
+func (c *Client) newWaiter(s *spec) *waiter {
 	id := c.id + "." + strconv.FormatUint(c.waiters.Add(1), 10)
-	return &waiter{key: key, id: id, score: strconv.FormatInt(c.clock.Now().UnixMicro(), 10), wake: make(chan struct{}, 1)}
+	return &waiter{keys: s.wakeKeys(), id: id, score: strconv.FormatInt(c.clock.Now().UnixMicro(), 10), wake: make(chan struct{}, 1)}
 }
 
 // join registers w and returns a channel that is closed once releases will be heard from a
@@ -65,19 +66,23 @@ func (r *releases) join(w *waiter) <-chan struct{} {
 			c.bg.Go(func() { r.receive(i, ps) })
 		}
 	}
-	if r.waiters[w.key] == nil {
-		r.waiters[w.key] = make(map[*waiter]struct{})
+	for _, k := range w.keys {
+		if r.waiters[k] == nil {
+			r.waiters[k] = make(map[*waiter]struct{})
+		}
+		r.waiters[k][w] = struct{}{}
 	}
-	r.waiters[w.key][w] = struct{}{}
 	return r.ready
 }
 
 func (r *releases) leave(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.waiters[w.key], w)
-	if len(r.waiters[w.key]) == 0 {
-		delete(r.waiters, w.key)
+	for _, k := range w.keys {
+		delete(r.waiters[k], w)
+		if len(r.waiters[k]) == 0 {
+			delete(r.waiters, k)
+		}
 	}
 }
 

@@ -38,7 +38,17 @@ type Scenario struct {
 	// NotOnReal, when set, says why the row cannot be reproduced on real servers: the real
 	// backend then reports that instead of a verdict, and the row does not fail a run.
 	NotOnReal string
-	setup     func(*run)
+	// Permits > 0 makes the lock a semaphore of that many permits: the checker then counts
+	// the moments when more than Permits clients acted at once, and they sell at once.
+	Permits int
+	// RW makes the lock an RWMutex: even clients write (Lock), odd clients read (RLock), and
+	// readers may overlap one another, never a writer.
+	RW bool
+	// Sections is how many critical sections a full test of a safe scenario must see over its
+	// seeds; default 2000. The primitives' rows see fewer: their clients, cut off or woken by
+	// every release, cost many attempts per section, and the catalog must stay quick.
+	Sections int
+	setup    func(*run)
 }
 
 func (sc Scenario) withDefaults() Scenario {
@@ -47,7 +57,7 @@ func (sc Scenario) withDefaults() Scenario {
 	}
 	if sc.Nodes == 0 {
 		sc.Nodes = 5
-		if sc.Strategy != Redlock && sc.Strategy != RedlockFencing {
+		if sc.Strategy != Redlock && sc.Strategy != RedlockFencing && sc.Strategy != MajoritySemaphore {
 			sc.Nodes = 1
 		}
 	}
@@ -56,6 +66,9 @@ func (sc Scenario) withDefaults() Scenario {
 	}
 	if sc.Stock == 0 {
 		sc.Stock = 60
+	}
+	if sc.Sections == 0 {
+		sc.Sections = 2000
 	}
 	if sc.Work == [2]time.Duration{} {
 		sc.Work = [2]time.Duration{20 * time.Millisecond, 200 * time.Millisecond}
@@ -79,20 +92,21 @@ func Match(pattern string) ([]Scenario, error) {
 	return out, nil
 }
 
-// Catalog returns every scenario: the rows of DESIGN.md's table that a plain lock can show, and
-// the seeds' naive locks under their own failure.
+// Catalog returns every scenario: the rows of DESIGN.md's table that a plain lock can show, the
+// seeds' naive locks under their own failure, and the semaphore's and the RWMutex's rows.
 func Catalog() []Scenario {
+	return append(lockScenarios(), primitiveScenarios()...)
+}
+
+// lockScenarios are the rows of the plain lock and of the seeds' naive locks.
+func lockScenarios() []Scenario {
 	return []Scenario{
 		{
 			Name: "no-faults", Row: "no faults, contending clients", Expect: Safe,
 		},
 		{
 			Name: "crash-minority", Row: "1–2 nodes crash and stay down", Expect: Safe,
-			setup: func(r *run) {
-				for _, n := range r.pick(len(r.nodes), 1+r.rng.IntN(2)) {
-					r.crash(r.between(2*time.Second, 8*time.Second), n)
-				}
-			},
+			setup: crashMinority,
 		},
 		{
 			Name: "crash-majority", Row: "3 nodes crash", Expect: Safe,
@@ -349,6 +363,13 @@ func Catalog() []Scenario {
 				r.at(0, fmt.Sprintf("client 1: first release pauses %v between its GET and its DEL", pause), func() {})
 			},
 		},
+	}
+}
+
+// crashMinority crashes one or two nodes for good.
+func crashMinority(r *run) {
+	for _, n := range r.pick(len(r.nodes), 1+r.rng.IntN(2)) {
+		r.crash(r.between(2*time.Second, 8*time.Second), n)
 	}
 }
 

@@ -18,6 +18,9 @@ type section struct {
 	Released time.Duration // Unlock returned
 	Wrote    bool
 	Aborted  bool // the validity ran out or an extend failed: it wrote nothing
+	// Reader is an RWMutex reader's section: it reads and works, never writes, and readers may
+	// overlap one another (Exit is the end of its work).
+	Reader bool
 }
 
 // An overlap is two critical sections on one key that were open at the same true time.
@@ -45,9 +48,43 @@ func (r *recorder) extendFailed(int) {
 	r.extends++
 }
 
-// overlaps finds every pair of sections whose [Enter, Exit] intervals intersect: two clients
-// acting on the store at once. The sections are sorted by Enter on return.
+// overlaps finds every pair of sections whose [Enter, Exit] intervals intersect, but two
+// readers': two clients acting on the store at once, a writer among them. The sections are
+// sorted by Enter on return.
 func overlaps(ss []section) []overlap {
+	byEnter(ss)
+	var out []overlap
+	for i := range ss {
+		for j := i + 1; j < len(ss) && ss[j].Enter < ss[i].Exit; j++ {
+			if ss[i].Reader && ss[j].Reader {
+				continue
+			}
+			out = append(out, overlap{A: i, B: j, From: ss[j].Enter, To: min(ss[i].Exit, ss[j].Exit)})
+		}
+	}
+	return out
+}
+
+// crowds finds every moment, in true time, when a section entered while permits others were
+// open: more holders of a semaphore of permits than it admits. Each is reported as an overlap
+// of the entering section (B) with the open one that leaves first (A), for as long as both are
+// open. The sections are sorted by Enter on return.
+func crowds(ss []section, permits int) []overlap {
+	byEnter(ss)
+	var out []overlap
+	var open []int // sections open at the current Enter
+	for j := range ss {
+		open = slices.DeleteFunc(open, func(i int) bool { return ss[i].Exit <= ss[j].Enter })
+		if len(open) >= permits && ss[j].Exit > ss[j].Enter {
+			first := slices.MinFunc(open, func(a, b int) int { return int(ss[a].Exit - ss[b].Exit) })
+			out = append(out, overlap{A: first, B: j, From: ss[j].Enter, To: min(ss[first].Exit, ss[j].Exit)})
+		}
+		open = append(open, j)
+	}
+	return out
+}
+
+func byEnter(ss []section) {
 	slices.SortStableFunc(ss, func(a, b section) int {
 		switch {
 		case a.Enter < b.Enter:
@@ -57,11 +94,4 @@ func overlaps(ss []section) []overlap {
 		}
 		return 0
 	})
-	var out []overlap
-	for i := range ss {
-		for j := i + 1; j < len(ss) && ss[j].Enter < ss[i].Exit; j++ {
-			out = append(out, overlap{A: i, B: j, From: ss[j].Enter, To: min(ss[i].Exit, ss[j].Exit)})
-		}
-	}
-	return out
 }

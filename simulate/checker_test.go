@@ -28,6 +28,48 @@ func TestOverlaps(t *testing.T) {
 	}
 }
 
+func TestOverlapsSkipReaders(t *testing.T) {
+	r := func(client int, enter, exit time.Duration) section {
+		return section{Client: client, Enter: enter * time.Second, Exit: exit * time.Second, Reader: true}
+	}
+	w := func(client int, enter, exit time.Duration) section {
+		return section{Client: client, Enter: enter * time.Second, Exit: exit * time.Second}
+	}
+	if got := overlaps([]section{r(0, 0, 5), r(1, 1, 6), r(2, 2, 3)}); len(got) != 0 {
+		t.Fatalf("readers overlapping each other: %v", got)
+	}
+	if got := overlaps([]section{r(0, 0, 5), w(1, 4, 6), r(2, 5, 7)}); len(got) != 2 {
+		t.Fatalf("a writer among readers: %d overlaps %v, want 2", len(got), got)
+	}
+}
+
+// crowds counts the sections that entered while permits others were open.
+func TestCrowds(t *testing.T) {
+	s := func(client int, enter, exit time.Duration) section {
+		return section{Client: client, Enter: enter * time.Second, Exit: exit * time.Second}
+	}
+	for _, tc := range []struct {
+		name    string
+		ss      []section
+		permits int
+		want    int
+	}{
+		{"two of two", []section{s(0, 0, 4), s(1, 1, 5)}, 2, 0},
+		{"three of two", []section{s(0, 0, 4), s(1, 1, 5), s(2, 3, 6)}, 2, 1},
+		{"the third after one left", []section{s(0, 0, 4), s(1, 1, 5), s(2, 4, 6)}, 2, 0},
+		{"three of three", []section{s(0, 0, 4), s(1, 1, 5), s(2, 3, 6)}, 3, 0},
+		{"a crowd of four", []section{s(0, 0, 9), s(1, 1, 9), s(2, 2, 9), s(3, 3, 9)}, 2, 2},
+		{"empty sections never crowd", []section{s(0, 0, 4), s(1, 1, 5), s(2, 3, 3)}, 2, 0},
+		{"one permit is overlaps", []section{s(1, 5, 6), s(0, 0, 10), s(2, 7, 8)}, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := crowds(tc.ss, tc.permits); len(got) != tc.want {
+				t.Fatalf("%d crowds %v, want %d", len(got), got, tc.want)
+			}
+		})
+	}
+}
+
 func TestStoreCountsLostUpdatesAndOversold(t *testing.T) {
 	st := newStore(1)
 	a, va := st.read(0)

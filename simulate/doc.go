@@ -4,10 +4,12 @@
 // A run builds a cluster of in-memory Redis nodes (miniredis), each with its own clock driving
 // its key expiry, and a few clients that reach the nodes through links the simulator controls.
 // The clients run the seeds' flash sale (lock, read the stock, work, write stock-1, unlock) with
-// one locking strategy: this module's redlock, or one of the naive locks of the seed documents.
+// one locking strategy: this module's redlock (a mutex, a semaphore or an RWMutex), the majority
+// semaphore of npm's redis-semaphore, or one of the naive locks of the seed documents.
 // A scenario schedules faults (crashes, restarts with or without data, partitions, latency, lost
 // replies, clock jumps and rate skew, pauses of a client) from one seeded random source, so the
-// same seed gives the same schedule. The checker then compares critical sections in true time.
+// same seed gives the same schedule. The checker then compares critical sections in true time:
+// two open at once are a violation, but two readers', and for a semaphore of P permits, P+1.
 //
 // A Backend runs the nodes: Mini, the in-memory servers above, or Real, redis-server processes
 // on free loopback ports with real faults (signals, persistence settings, a TCP proxy per client

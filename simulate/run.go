@@ -11,8 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
-
-	"github.com/quorumlock/redlock/redlock"
 )
 
 // Expect is what a scenario should show: "safe" or "violation".
@@ -175,6 +173,7 @@ func newRun(sc Scenario, o Options) *run {
 	if o.Stock > 0 {
 		r.store = newStore(o.Stock)
 	}
+	r.store.shared = sc.Permits > 1
 	r.ttl = r.d(TTL).Round(time.Millisecond)
 	// The node timeout is small against the TTL, but in real time not below what a loaded
 	// machine needs to schedule a reply.
@@ -317,36 +316,6 @@ func (r *run) redis(l *link) *redis.Client {
 	return rdb
 }
 
-func (r *run) newLocker(c *client) (locker, error) {
-	if r.sc.Strategy == Redlock || r.sc.Strategy == RedlockFencing {
-		var nodes []redis.UniversalClient
-		for _, l := range c.links {
-			nodes = append(nodes, r.redis(l))
-		}
-		opts := []redlock.Option{
-			redlock.WithClock(c.clock),
-			redlock.WithNodeTimeout(r.nodeTimeout),
-			redlock.WithRetryDelay(r.d(100*time.Millisecond), r.d(300*time.Millisecond)),
-		}
-		if r.sc.Strategy == RedlockFencing {
-			opts = append(opts, redlock.WithFencing())
-		}
-		lc, err := redlock.New(nodes, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return redlockLocker{lc}, nil
-	}
-	return &naive{
-		rdb:       r.redis(c.links[0]),
-		clock:     c.clock,
-		strategy:  r.sc.Strategy,
-		owner:     fmt.Sprintf("client%d", c.id),
-		poll:      r.poll,
-		inRelease: c.inRelease,
-	}, nil
-}
-
 func (r *run) execute(ctx context.Context) Result {
 	horizon := r.d(2*time.Minute + time.Duration(r.store.initial)*3*time.Second)
 	ctx, cancel := context.WithTimeout(ctx, horizon)
@@ -460,6 +429,9 @@ func (r *run) closeNodes() {
 func (r *run) result(finished bool) Result {
 	ss := slices.Clone(r.rec.sections)
 	ov := overlaps(ss)
+	if r.sc.Permits > 0 {
+		ov = crowds(ss, r.sc.Permits)
+	}
 	orders, lost, oversold := r.store.tally()
 	refused := r.store.refusedWrites()
 	res := Result{

@@ -34,7 +34,78 @@ const (
 	// SingleNodeGetCompareDel is SingleNode with the release seed 002 warns against: GET,
 	// compare with the token, then DEL, as two commands.
 	SingleNodeGetCompareDel Strategy = "single-set-nx-px+get-cmp-del"
+	// MajoritySemaphore is a semaphore over every node that admits a holder on a majority of
+	// them, whatever the permits: the rule of swarthy/redis-semaphore's RedlockSemaphore (npm).
+	// Each node admits a holder while it has fewer than the permits, by its own clock.
+	MajoritySemaphore Strategy = "majority-semaphore"
 )
+
+// newLocker returns client c's lock for the run's strategy.
+func (r *run) newLocker(c *client) (locker, error) {
+	if r.sc.Strategy == Redlock || r.sc.Strategy == RedlockFencing {
+		var nodes []redis.UniversalClient
+		for _, l := range c.links {
+			nodes = append(nodes, r.redis(l))
+		}
+		opts := []redlock.Option{
+			redlock.WithClock(c.clock),
+			redlock.WithNodeTimeout(r.nodeTimeout),
+			redlock.WithRetryDelay(r.d(100*time.Millisecond), r.d(300*time.Millisecond)),
+		}
+		if r.sc.Strategy == RedlockFencing {
+			opts = append(opts, redlock.WithFencing())
+		}
+		lc, err := redlock.New(nodes, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return r.primitive(lc, c)
+	}
+	if r.sc.Strategy == MajoritySemaphore {
+		m := &majority{
+			clock: c.clock, permits: strconv.Itoa(r.sc.Permits), owner: fmt.Sprintf("client%d", c.id),
+			poll: r.d(100 * time.Millisecond), nodeTimeout: r.nodeTimeout,
+		}
+		for _, l := range c.links {
+			m.rdbs = append(m.rdbs, r.redis(l))
+		}
+		return m, nil
+	}
+	return &naive{
+		rdb:       r.redis(c.links[0]),
+		clock:     c.clock,
+		strategy:  r.sc.Strategy,
+		owner:     fmt.Sprintf("client%d", c.id),
+		poll:      r.poll,
+		inRelease: c.inRelease,
+	}, nil
+}
+
+// primitive returns client c's locker over lc: the run's semaphore or RWMutex side, or lc's
+// plain Lock.
+func (r *run) primitive(lc *redlock.Client, c *client) (locker, error) {
+	switch {
+	case r.sc.Permits > 0:
+		sem, err := lc.Semaphore(r.key, r.sc.Permits)
+		if err != nil {
+			return nil, err
+		}
+		return redlockLocker{c: lc, acquire: sem.Lock}, nil
+	case r.sc.RW:
+		rw, err := lc.RWMutex(r.key)
+		if err != nil {
+			return nil, err
+		}
+		if r.reader(c) {
+			return redlockLocker{c: lc, acquire: rw.RLock}, nil
+		}
+		return redlockLocker{c: lc, acquire: rw.Lock}, nil
+	}
+	return redlockLocker{c: lc}, nil
+}
+
+// reader reports whether client c reads an RWMutex.
+func (r *run) reader(c *client) bool { return r.sc.RW && c.id%2 == 1 }
 
 // A locker is one client's lock, whatever the strategy.
 type locker interface {
@@ -54,11 +125,21 @@ type holding interface {
 	Fence() uint64
 }
 
-// redlockLocker adapts redlock.Client.
-type redlockLocker struct{ c *redlock.Client }
+// redlockLocker adapts redlock.Client, or one of its primitives when acquire is set (a
+// semaphore, or one side of an RWMutex, of the run's key).
+type redlockLocker struct {
+	c       *redlock.Client
+	acquire func(ctx context.Context, ttl time.Duration) (*redlock.Lock, error)
+}
 
 func (r redlockLocker) Lock(ctx context.Context, key string, ttl time.Duration) (holding, error) {
-	l, err := r.c.Lock(ctx, key, ttl)
+	var l *redlock.Lock
+	var err error
+	if r.acquire != nil {
+		l, err = r.acquire(ctx, ttl)
+	} else {
+		l, err = r.c.Lock(ctx, key, ttl)
+	}
 	if err != nil {
 		return nil, err
 	}

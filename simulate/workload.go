@@ -22,6 +22,9 @@ type store struct {
 	// a lower one. A token of 0 (no fencing) is never checked.
 	highest uint64
 	refused int
+	// shared: holders may sell at once (a semaphore's), each sale taking one item of the
+	// stock as it is then, so that their sales are not lost updates.
+	shared bool
 }
 
 func newStore(stock int) *store { return &store{initial: stock, stock: stock} }
@@ -43,6 +46,12 @@ func (s *store) sell(stock, version int, fence uint64) bool {
 	if fence != 0 && fence < s.highest {
 		s.refused++
 		return false
+	}
+	if s.shared {
+		if s.stock <= 0 {
+			return false
+		}
+		stock, version = s.stock, s.version
 	}
 	s.highest = max(s.highest, fence)
 	if version != s.version {
@@ -149,7 +158,14 @@ func (r *run) shop(sale, ctx context.Context, c *client) {
 		s.Enter = r.since(time.Now())
 		s.Exit = s.Enter
 		soldOut := stock <= 0
-		if !soldOut && r.work(ctx, c, h, p, planned) {
+		if s.Reader = r.reader(c); s.Reader && !soldOut {
+			// A reader only reads: its section lasts while it works within its validity.
+			if r.work(ctx, c, h, p, planned) {
+				s.Exit = r.since(time.Now())
+			} else {
+				s.Aborted = true
+			}
+		} else if !soldOut && r.work(ctx, c, h, p, planned) {
 			time.Sleep(p.pauseBefore)
 			if r.store.sell(stock, version, h.Fence()) { // else refused: it wrote nothing
 				s.Exit = r.since(time.Now())

@@ -547,3 +547,39 @@ func TestExecFence(t *testing.T) {
 		t.Fatalf("without --fence: exit %d, %q", code, stdout)
 	}
 }
+
+// The command finds the lock's token in REDLOCK_TOKEN and hands it on: another process (a
+// Client of the test) takes the lock over with Resume while the command runs, and extends it.
+func TestExecToken(t *testing.T) {
+	c := startCluster(t)
+	done := filepath.Join(t.TempDir(), "done")
+	env := []string{"REDLOCK_NODES=" + c.nodes, "REDLOCK_TOKEN=outer", "DONE=" + done}
+	r := start(t, env, "exec", "--key", "k", "--", "sh", "-c",
+		`echo "token=$REDLOCK_TOKEN"; while [ ! -e "$DONE" ]; do sleep 0.05; done`)
+	var token string
+	for deadline := time.Now().Add(time.Minute); token == ""; time.Sleep(10 * time.Millisecond) {
+		if out, ok := strings.CutPrefix(r.stdout.String(), "token="); ok && strings.HasSuffix(out, "\n") {
+			token = strings.TrimSpace(out)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no token after a minute; stdout %q, stderr %q", r.stdout, r.stderr)
+		}
+	}
+	if token == "outer" {
+		t.Fatal("the command saw the caller's REDLOCK_TOKEN")
+	}
+	ctx := context.Background()
+	l, err := c.locker.Resume(ctx, "k", token, 20*time.Second)
+	if err != nil {
+		t.Fatalf("Resume with the command's token: %v", err)
+	}
+	if err := l.Extend(ctx, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(done, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, r.stderr)
+	}
+}

@@ -50,7 +50,8 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"releases it when COMMAND ends. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after\n"+
 			"--grace. Signals sent to redlock exec are passed on to COMMAND. With --fence, COMMAND finds\n"+
 			"the lock's fencing token in $REDLOCK_FENCE: hand it to the resource so that it can refuse a\n"+
-			"holder whose lock has expired.\n\n"+
+			"holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a process it\n"+
+			"hands it to takes the lock over with Client.Resume (until COMMAND ends: then it is released).\n\n"+
 			"Exit status: COMMAND's (128+n when killed by signal n); 75 when the lock was not acquired\n"+
 			"within --wait; 77 when too many nodes refused the credentials or failed TLS verification;\n2 for bad flags or URLs; "+
 			"126/127 when COMMAND could not be run or found.\n\n")
@@ -158,7 +159,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.Env = childEnv(os.Environ(), lock.Fence())
+	cmd.Env = childEnv(os.Environ(), lock.Fence(), lock.Token())
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "redlock exec: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -316,10 +317,15 @@ func (h *holder) stop() {
 	<-h.done
 }
 
-// childEnv is the command's environment: env with REDLOCK_FENCE set to the lock's fencing token
-// when it has one, and removed otherwise, so that a command never sees an outer lock's token.
-func childEnv(env []string, fence uint64) []string {
-	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "REDLOCK_FENCE=") })
+// childEnv is the command's environment: env with REDLOCK_TOKEN set to the lock's token, so
+// that the command can hand the lock on (Client.Resume takes it over), and REDLOCK_FENCE to its
+// fencing token when it has one, removed otherwise, so that a command never sees an outer
+// lock's fencing token.
+func childEnv(env []string, fence uint64, token string) []string {
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, "REDLOCK_FENCE=") || strings.HasPrefix(kv, "REDLOCK_TOKEN=")
+	})
+	env = append(env, "REDLOCK_TOKEN="+token)
 	if fence != 0 {
 		env = append(env, "REDLOCK_FENCE="+strconv.FormatUint(fence, 10))
 	}

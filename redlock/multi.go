@@ -1,0 +1,93 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/keyslot"
+)
+
+// multiKind's tokens end in ".", which no mutex token does (base64url), so that Resume refuses
+// them: it takes over one key, and LockAll's keys go together.
+var multiKind = &kind{name: "multi-key lock", suffix: ".", acquire: multiAcquireScript, extend: multiExtendScript, release: multiReleaseScript}
+
+// LockAll acquires every key of keys for ttl, as one lock, waiting until it succeeds, ctx is
+// done or the Client is closed, as Lock waits: a release of any of the keys wakes it. Each node
+// sets all the keys or none of them, in one script, and a majority of nodes must set them.
+//
+// Each key is stored exactly as Lock stores it (the prefix and the key, a string whose value
+// is Lock.Token), so LockAll and Lock of any of its keys exclude each other, with this Client
+// and with other Redlock clients. Two LockAll calls whose key sets overlap never hold a shared
+// key at once, and never deadlock: no node ever holds part of a set, and a refused attempt
+// holds nothing while it waits. Lock.Keys returns keys; Resume does not take the lock over.
+//
+// Bad input is an error and sends nothing: no keys, an empty key, a key given twice, and, when
+// a node is a *redis.ClusterClient, keys in different hash slots (a script touches one slot):
+// a common hash tag puts them in one, as in "{order:7}:stock" and "{order:7}:invoice".
+func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration) (*Lock, error) {
+	s, err := c.multi(keys)
+	if err != nil {
+		return nil, err
+	}
+	return c.lock(ctx, s, ttl)
+}
+
+// TryLockAll makes exactly one attempt to acquire every key of keys for ttl, as LockAll.
+func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration) (*Lock, error) {
+	s, err := c.multi(keys)
+	if err != nil {
+		return nil, err
+	}
+	return c.try(ctx, s, ttl)
+}
+
+// multi returns the spec of a LockAll of keys: the stored keys, then (for the release, which
+// announces each key as Unlock does) their queues.
+func (c *Client) multi(keys []string) (*spec, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("redlock: no keys")
+	}
+	stored := make([]string, len(keys), 2*len(keys))
+	for i, k := range keys {
+		if k == "" {
+			return nil, fmt.Errorf("redlock: key %d is empty", i)
+		}
+		if j := slices.Index(keys[:i], k); j >= 0 {
+			return nil, fmt.Errorf("redlock: key %q given twice (%d and %d)", k, j, i)
+		}
+		stored[i] = c.prefix + k
+	}
+	if err := c.sameSlot(keys, stored); err != nil {
+		return nil, err
+	}
+	for _, k := range stored[:len(keys)] {
+		stored = append(stored, queueKey(k))
+	}
+	n := len(keys)
+	return &spec{
+		kind: multiKind, need: c.quorum, key: keys[0], keys: slices.Clone(keys),
+		stored: stored[0], more: stored[1:n], acqKeys: stored[:n], extKeys: stored[:n], relKeys: stored,
+	}, nil
+}
+
+// sameSlot fails when a node is a Redis Cluster and the stored keys are not all in one slot.
+func (c *Client) sameSlot(keys, stored []string) error {
+	node := slices.IndexFunc(c.nodes, func(n conn) bool { _, ok := n.(*redis.ClusterClient); return ok })
+	if node < 0 {
+		return nil
+	}
+	first := keyslot.Of(stored[0])
+	for i, k := range stored {
+		if s := keyslot.Of(k); s != first {
+			return fmt.Errorf("redlock: keys %q and %q are in hash slots %d and %d, and node %d is a Redis Cluster, "+
+				"where one script touches one slot: give them a common hash tag, as in \"{%s}%s\" and \"{%s}%s\"",
+				keys[0], keys[i], first, s, node, keys[0], keys[0], keys[0], keys[i])
+		}
+	}
+	return nil
+}

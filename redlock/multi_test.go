@@ -1,0 +1,75 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// LockAll stores each key as Lock does: they exclude each other, and a refused LockAll leaves
+// none of its keys on any node.
+func TestLockAllIsAllOrNothingAndExcludesLock(t *testing.T) {
+	ms, c := cluster(t, 3)
+	ctx := context.Background()
+	held, err := c.Lock(ctx, "b", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryLockAll(ctx, []string{"a", "b", "c"}, 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("TryLockAll over a held key: %v", err)
+	}
+	c.Close() // waits for the roll-backs
+	for i, m := range ms {
+		if m.Exists("a") || m.Exists("c") {
+			t.Fatalf("node %d keeps %q after a refused LockAll", i, m.Keys())
+		}
+	}
+	c, err = redlock.New(redistest.MiniClients(t, ms))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := held.Unlock(ctx); err == nil || !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Unlock through a closed Client: %v", err) // the key expires instead
+	}
+	for _, m := range ms {
+		m.Del("b")
+	}
+	all, err := c.TryLockAll(ctx, []string{"a", "b", "c"}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := all.Keys(); strings.Join(got, ",") != "a,b,c" || all.Key() != "a" || all.Fence() != 0 {
+		t.Fatalf("Keys = %q, Key = %q", got, all.Key())
+	}
+	redistest.Eventually(t, "every node holds a, b and c under the token", func() bool {
+		for _, m := range ms {
+			for _, k := range []string{"a", "b", "c"} {
+				if v, _ := m.Get(k); v != all.Token() {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if _, err := c.TryLock(ctx, "c", 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("Lock of a key LockAll holds: %v", err)
+	}
+	if _, err := c.Resume(ctx, "a", all.Token(), 10*time.Second); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Resume of a LockAll token: %v", err)
+	}
+	if err := all.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := all.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	onEveryNode(t, ms, "no node keeps a key after Unlock", func(m *miniredis.Miniredis) bool { return len(m.Keys()) == 0 })
+}

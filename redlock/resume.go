@@ -1,0 +1,42 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Resume takes over the lock of key held under token, as Lock.Token returned it: passed to
+// another process, or kept across a restart. It succeeds when a quorum of nodes still holds
+// key under token, like Extend with a new ttl from now, and returns a Lock of its own that
+// extends and unlocks the key (its Fence is 0). It takes over locks of Lock, TryLock and Do; for
+// anything else (a Semaphore's or RWMutex's token, a LockAll's, an expired or unknown token) it
+// returns an error wrapping ErrNotHeld. The lock is then held by whoever has the token: the
+// process that handed it on must stop using it.
+//
+// Bad input is an error and sends nothing: an empty key or token, a ttl as for Lock.
+func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duration) (*Lock, error) {
+	if err := c.check(key, ttl); err != nil {
+		return nil, err
+	}
+	if token == "" {
+		return nil, errors.New("redlock: empty token")
+	}
+	if strings.HasSuffix(token, multiKind.suffix) {
+		return nil, fmt.Errorf("%w: %q is a LockAll token; Resume takes over single-key locks", ErrNotHeld, token)
+	}
+	if err := c.enter(); err != nil {
+		return nil, errors.Join(ErrNotHeld, err)
+	}
+	defer c.leave()
+	s := c.mutex(key)
+	r := c.renew(ctx, c.clock.Now(), s.extend, s.extKeys, s.need, token, ttl)
+	if r.err != nil {
+		return nil, r.err
+	}
+	l := &Lock{c: c, spec: s, token: token, until: r.until}
+	l.relArgs = []any{token, c.announce, ""}
+	return l, nil
+}

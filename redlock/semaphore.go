@@ -1,0 +1,70 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/keyslot"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+var semaphoreKind = &kind{name: "semaphore", acquire: semaphoreScript, extend: holdersExtendScript, release: holdersReleaseScript}
+
+// A Semaphore admits at most a fixed number of holders at once, its permits, across the
+// Client's nodes. Each node keeps the semaphore's live holders in one sorted set,
+// "semaphore:{key}" (named in the key's hash slot as WithKeyPrefix says), and admits a holder
+// while it has fewer than permits of them; it decides expiry by its own clock. A holder must be
+// admitted by Quorum nodes. Every user of one semaphore must give the same permits.
+//
+// A semaphore does not exclude a Lock, RWMutex or LockAll of the same key: its keys are its own.
+type Semaphore struct {
+	c       *Client
+	permits int
+	s       spec
+}
+
+// Semaphore returns the semaphore of permits ≥ 1 named key. It sends nothing.
+func (c *Client) Semaphore(key string, permits int) (*Semaphore, error) {
+	if key == "" {
+		return nil, errors.New("redlock: empty key")
+	}
+	if permits < 1 {
+		return nil, fmt.Errorf("redlock: semaphore of %d permits; it needs at least 1", permits)
+	}
+	holders := keyslot.Companion("semaphore", c.prefix+key)
+	keys := []string{holders, holders}
+	return &Semaphore{c: c, permits: permits, s: spec{
+		kind: semaphoreKind, need: quorum.Permits(len(c.nodes), permits), key: key, stored: holders,
+		acqKeys: keys[:1], extKeys: keys[:1], relKeys: keys, extra: []any{strconv.Itoa(permits)},
+	}}, nil
+}
+
+// Quorum returns how many nodes a holder must hold: floor(permits*N/(permits+1)) + 1 of the N
+// nodes, at most N. A majority is not enough once permits ≥ 2: with N = 3 and 2 permits, holders
+// of nodes {1,2}, {2,3} and {1,3} each have a majority while no node has more than 2, and 3
+// hold the semaphore. With Quorum nodes each, permits+1 holders would need more places than the
+// nodes have. The price is fault tolerance, which shrinks as permits grow: of 5 nodes, a
+// semaphore of 1 permit (a mutex) works with 2 nodes down, of 2 or 3 permits with 1 down, of 4
+// or more with none down. More nodes buy it back: of 9 nodes, 2 permits need 7 (2 may be down).
+func (s *Semaphore) Quorum() int { return s.s.need }
+
+// Lock takes a permit for ttl, waiting until one is free, ctx is done or the Client is closed,
+// as Client.Lock waits: a release wakes the waiters at once, WithRetryDelay is the fallback.
+// Extend and Unlock of the returned Lock need Quorum nodes; its Fence is 0.
+func (s *Semaphore) Lock(ctx context.Context, ttl time.Duration) (*Lock, error) {
+	return s.c.lock(ctx, &s.s, ttl)
+}
+
+// TryLock makes exactly one attempt to take a permit for ttl; it fails with ErrNotAcquired.
+func (s *Semaphore) TryLock(ctx context.Context, ttl time.Duration) (*Lock, error) {
+	return s.c.try(ctx, &s.s, ttl)
+}
+
+// Do takes a permit like Lock, runs fn and releases the permit when fn returns, extending it
+// while fn runs, as Client.Do does for a key.
+func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error) error {
+	return s.c.do(ctx, &s.s, ttl, fn)
+}

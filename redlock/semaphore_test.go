@@ -1,0 +1,101 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// A semaphore of 2 permits admits two holders and refuses a third until one leaves; its
+// quorum is floor(P*N/(P+1)) + 1.
+func TestSemaphoreAdmitsPermits(t *testing.T) {
+	ms, c := cluster(t, 5)
+	ctx := context.Background()
+	sem, err := c.Semaphore("pool", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := sem.Quorum(); q != 4 {
+		t.Fatalf("Quorum = %d, want 4", q)
+	}
+	a, err := sem.TryLock(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sem.TryLock(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sem.TryLock(ctx, 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("third TryLock: %v, want ErrNotAcquired", err)
+	}
+	if a.Fence() != 0 || a.Key() != "pool" || len(a.Keys()) != 1 || a.Token() == b.Token() {
+		t.Fatalf("Lock: fence %d, key %q, keys %q", a.Fence(), a.Key(), a.Keys())
+	}
+	onEveryNode(t, ms, "every node keeps semaphore:{pool}", func(m *miniredis.Miniredis) bool { return m.Exists("semaphore:{pool}") })
+	if err := a.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("second Unlock: %v, want ErrNotHeld", err)
+	}
+	if err := a.Extend(ctx, 10*time.Second); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Extend after Unlock: %v, want ErrNotHeld", err)
+	}
+	c2, err := sem.TryLock(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	c2.Unlock(ctx)
+	b.Unlock(ctx)
+
+	// A holder of 3 nodes out of 5 is not enough: 2 are down, so nobody gets in.
+	ms[0].Close()
+	ms[1].Close()
+	if _, err := sem.TryLock(ctx, 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("with 3 of 5 nodes: %v, want ErrNotAcquired", err)
+	}
+}
+
+// Semaphore.Do and RWMutex.RDo keep their lock extended while fn runs past the ttl, and release
+// it when fn returns.
+func TestPrimitivesDoExtendWhileFnRuns(t *testing.T) {
+	_, c := cluster(t, 3)
+	ctx := context.Background()
+	sem, _ := c.Semaphore("pool", 1)
+	rw, _ := c.RWMutex("doc")
+	for name, do := range map[string]func(context.Context, time.Duration, func(context.Context) error) error{
+		"Semaphore.Do": sem.Do, "RWMutex.RDo": rw.RDo, "RWMutex.Do": rw.Do,
+	} {
+		err := do(ctx, 150*time.Millisecond, func(ctx context.Context) error {
+			select {
+			case <-time.After(500 * time.Millisecond): // over three ttls
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	// Released: a permit and the write lock are free at once.
+	if l, err := sem.TryLock(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	} else {
+		l.Unlock(ctx)
+	}
+	if l, err := rw.TryLock(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	} else {
+		l.Unlock(ctx)
+	}
+}

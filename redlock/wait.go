@@ -1,0 +1,144 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	mrand "math/rand/v2"
+	"time"
+)
+
+// lock checks ttl, then acquires what s says, waiting: the Lock of every primitive.
+func (c *Client) lock(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
+	if err := c.checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	return c.acquire(ctx, s, ttl)
+}
+
+// try checks ttl, then makes one attempt to acquire what s says: the TryLock of every primitive.
+func (c *Client) try(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
+	if err := c.checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	l, a := c.attempt(ctx, s, ttl, nil, false)
+	return l, a.err
+}
+
+// acquire acquires what s says for ttl, retrying until it succeeds, ctx is done or the Client
+// is closed: the waiting of every Lock-like call (see Client.Lock for how it waits).
+func (c *Client) acquire(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
+	// What this Client waited for lately is likely to have waiters in other processes: then
+	// even the first attempt is made as a waiter that does not cut ahead of them.
+	var w *waiter
+	busy, polite := c.queue.state(s.stored, c.clock.Now())
+	if polite {
+		w = c.newWaiter(s)
+	}
+	a := attemptResult{err: ErrNotAcquired}
+	if !busy { // else this Client's waiters came first: queue behind them
+		var l *Lock
+		l, a = c.attempt(ctx, s, ttl, w, polite)
+		if l != nil || ctx.Err() != nil || errors.Is(a.err, ErrClosed) {
+			if l == nil && w != nil {
+				c.abandon(ctx, s, w)
+			}
+			return l, a.err
+		}
+	} else {
+		// Its turn comes from a waiter of this Client, which may still head the queue while
+		// its release is in flight: a polite attempt would wait behind it for nothing.
+		polite = false
+	}
+	return c.wait(ctx, s, ttl, w, polite, a)
+}
+
+// wait is acquire after a failed attempt a: take this Client's turn for s, listen for releases
+// and try again when one is heard, or when the timer says so. w is the waiter of the attempts
+// so far, if any.
+func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter, polite bool, a attemptResult) (l *Lock, err error) {
+	defer func() {
+		if err != nil && w != nil {
+			c.abandon(ctx, s, w)
+		}
+	}()
+	if err := c.queue.take(ctx, s.stored, c.done); err != nil {
+		return nil, errors.Join(a.err, err)
+	}
+	defer c.queue.give(s.stored)
+	defer func() { c.queue.mark(s.stored, c.clock.Now().Add(ttl)) }()
+	if w == nil {
+		w = c.newWaiter(s)
+	}
+	ready := c.wake.join(w)
+	if ready == nil {
+		return nil, errors.Join(a.err, ErrClosed)
+	}
+	defer c.wake.leave(w)
+	if err := c.await(ctx, ready, c.nodeTimeout); err != nil {
+		return nil, errors.Join(a.err, err)
+	}
+	how, splits := "queued", 0
+	for {
+		// Listening now, so a release after this attempt is heard. Only a waiter woken by
+		// its name or by the timer takes the key ahead of others in the queue.
+		l, a := c.attempt(ctx, s, ttl, w, polite && how == "queued")
+		if l != nil {
+			c.log.DebugContext(ctx, "redlock: acquired", "kind", s.name, "key", s.key, "after", how)
+			return l, nil
+		}
+		if ctx.Err() != nil || errors.Is(a.err, ErrClosed) {
+			return nil, a.err
+		}
+		delay := c.retryDelay()
+		how = "timer"
+		if a.votes > 0 || splits > 0 {
+			// A split vote, now or in this episode: nobody may hold the key once everyone's
+			// roll-back lands, and roll-backs are not announced. Retry after a pause that is
+			// shorter the more nodes this attempt won, in units of its duration, doubling while
+			// the episode lasts (so a holder of a bare quorum is not polled fast).
+			unit := max(a.elapsed, minSplitUnit)
+			split := time.Duration(max(s.need-a.votes, 0))*unit + time.Duration(mrand.Int64N(int64(unit)+1))
+			if split <<= min(splits, 20); split < delay {
+				delay, how = split, "split vote"
+			}
+			splits++
+		}
+		t := c.clock.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-w.wake:
+			t.Stop()
+			how, splits = "release announced", 0
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errors.Join(a.err, ctx.Err())
+		case <-c.done:
+			t.Stop()
+			return nil, errors.Join(a.err, ErrClosed)
+		}
+	}
+}
+
+// minSplitUnit is the least pause unit after a split vote, and the least time a failed attempt
+// lingers for its last replies: an attempt can take no measurable time (in-memory nodes, or a
+// virtual clock), and a zero pause would spin without yielding.
+const minSplitUnit = 100 * time.Microsecond
+
+// await waits until ready is closed, at most d, ctx and Close permitting.
+func (c *Client) await(ctx context.Context, ready <-chan struct{}, d time.Duration) error {
+	t := c.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return ErrClosed
+	}
+	return nil
+}
+
+func (c *Client) retryDelay() time.Duration {
+	return c.retryMin + mrand.N(c.retryMax-c.retryMin+1)
+}
