@@ -82,7 +82,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 				return nil, fmt.Errorf("redlock: node %d is the same client as node %d", i, j)
 			}
 		}
-		c.nodes[i] = n
+		c.nodes[i] = &batcher{node: n}
 		if rc, ok := n.(*redis.Client); ok {
 			c.addrs[i] = rc.Options().Addr
 		}
