@@ -23,17 +23,40 @@ type batcher struct {
 	node redis.UniversalClient
 
 	mu    sync.Mutex
-	busy  bool         // a call or a batch is in flight
-	queue []*batchCall // calls waiting for it, in order of arrival
+	busy  bool            // a call or a batch is in flight
+	queue []*batchCall    // calls waiting for it, in order of arrival
+	pipe  redis.Pipeliner // the one batch's, reused: go-redis empties it on Exec
 }
 
-// A batchCall is one call waiting in a batcher's queue.
+// A batchCall is one call waiting in a batcher's queue: SET NX PX, or EVALSHA or EVAL.
 type batchCall struct {
-	ctx   context.Context
-	add   func(p redis.Pipeliner) redis.Cmder // puts the call on the pipeline
-	cmd   redis.Cmder                         // its command, once added
-	lead  bool                                // set when handed the queue to send
-	ready chan struct{}                       // closed when cmd has its reply, or lead is set
+	ctx    context.Context
+	setnx  bool
+	sha    bool   // EVALSHA rather than EVAL
+	script string // the script or its SHA1, or the key of SET NX
+	value  any
+	exp    time.Duration
+	keys   []string
+	args   []any
+
+	cmd   redis.Cmder   // its command, once added to the pipeline
+	lead  bool          // set when handed the queue to send
+	ready chan struct{} // receives when cmd has its reply, or lead is set
+}
+
+// calls recycles batchCalls whose caller has read the reply.
+var calls = sync.Pool{New: func() any { return &batchCall{ready: make(chan struct{}, 1)} }}
+
+// add puts the call on the pipeline.
+func (c *batchCall) add(p redis.Pipeliner) redis.Cmder {
+	switch {
+	case c.setnx:
+		return p.SetNX(c.ctx, c.script, c.value, c.exp)
+	case c.sha:
+		return p.EvalSha(c.ctx, c.script, c.keys, c.args...)
+	default:
+		return p.Eval(c.ctx, c.script, c.keys, c.args...)
+	}
 }
 
 var _ conn = (*batcher)(nil)
@@ -50,10 +73,10 @@ func (b *batcher) enter() bool {
 	return true
 }
 
-// wait queues a call, made by add, behind the one in flight and returns its command once it has
-// its reply, or ctx's error.
-func (b *batcher) wait(ctx context.Context, add func(p redis.Pipeliner) redis.Cmder) (redis.Cmder, error) {
-	call := &batchCall{ctx: ctx, add: add, ready: make(chan struct{})}
+// wait queues call behind the one in flight and returns its command once it has its reply, or
+// ctx's error.
+func (b *batcher) wait(ctx context.Context, call *batchCall) (redis.Cmder, error) {
+	call.ctx = ctx
 	b.mu.Lock()
 	b.queue = append(b.queue, call)
 	b.mu.Unlock()
@@ -66,17 +89,28 @@ func (b *batcher) wait(ctx context.Context, add func(p redis.Pipeliner) redis.Cm
 		case <-call.ready: // it came in the meantime
 			b.mu.Unlock()
 		default:
-			if i := slices.Index(b.queue, call); i >= 0 { // not sent yet: never will be
+			i := slices.Index(b.queue, call)
+			if i >= 0 { // not sent yet: never will be
 				b.queue = slices.Delete(b.queue, i, i+1)
 			}
 			b.mu.Unlock()
+			if i >= 0 {
+				call.recycle()
+			} // else its batch still holds it
 			return nil, ctx.Err()
 		}
 	}
 	if call.lead {
 		b.send()
 	}
-	return call.cmd, nil
+	cmd := call.cmd
+	call.recycle()
+	return cmd, nil
+}
+
+func (c *batchCall) recycle() {
+	*c = batchCall{ready: c.ready}
+	calls.Put(c)
 }
 
 // next hands the queue, if any, to its first caller to send; else the node is idle again.
@@ -88,7 +122,7 @@ func (b *batcher) next() {
 		return
 	}
 	b.queue[0].lead = true
-	close(b.queue[0].ready)
+	b.queue[0].ready <- struct{}{}
 }
 
 // send writes every queued call in one pipeline, wakes their callers with the replies, and
@@ -96,17 +130,19 @@ func (b *batcher) next() {
 // sender's ctx; go-redis's own timeouts bound it.
 func (b *batcher) send() {
 	b.mu.Lock()
-	calls := b.queue
+	batch := b.queue
 	b.queue = nil
+	if b.pipe == nil {
+		b.pipe = b.node.Pipeline()
+	}
 	b.mu.Unlock()
 
-	p := b.node.Pipeline()
-	for _, c := range calls {
-		c.cmd = c.add(p)
+	for _, c := range batch {
+		c.cmd = c.add(b.pipe)
 	}
-	p.Exec(context.WithoutCancel(calls[0].ctx)) // each command carries its own error
-	for _, c := range calls[1:] {               // calls[0] is the sender
-		close(c.ready)
+	b.pipe.Exec(context.WithoutCancel(batch[0].ctx)) // each command carries its own error
+	for _, c := range batch[1:] {                    // batch[0] is the sender
+		c.ready <- struct{}{}
 	}
 	b.next()
 }
@@ -116,7 +152,9 @@ func (b *batcher) SetNX(ctx context.Context, key string, value any, expiration t
 		defer b.next()
 		return b.node.SetNX(ctx, key, value, expiration)
 	}
-	got, err := b.wait(ctx, func(p redis.Pipeliner) redis.Cmder { return p.SetNX(ctx, key, value, expiration) })
+	call := calls.Get().(*batchCall)
+	call.setnx, call.script, call.value, call.exp = true, key, value, expiration
+	got, err := b.wait(ctx, call)
 	if err != nil {
 		cmd := redis.NewBoolCmd(ctx)
 		cmd.SetErr(err)
@@ -130,7 +168,9 @@ func (b *batcher) EvalSha(ctx context.Context, sha1 string, keys []string, args 
 		defer b.next()
 		return b.node.EvalSha(ctx, sha1, keys, args...)
 	}
-	return evalCmd(b.wait(ctx, func(p redis.Pipeliner) redis.Cmder { return p.EvalSha(ctx, sha1, keys, args...) }))
+	call := calls.Get().(*batchCall)
+	call.sha, call.script, call.keys, call.args = true, sha1, keys, args
+	return evalCmd(b.wait(ctx, call))
 }
 
 func (b *batcher) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
@@ -138,7 +178,9 @@ func (b *batcher) Eval(ctx context.Context, script string, keys []string, args .
 		defer b.next()
 		return b.node.Eval(ctx, script, keys, args...)
 	}
-	return evalCmd(b.wait(ctx, func(p redis.Pipeliner) redis.Cmder { return p.Eval(ctx, script, keys, args...) }))
+	call := calls.Get().(*batchCall)
+	call.script, call.keys, call.args = script, keys, args
+	return evalCmd(b.wait(ctx, call))
 }
 
 func evalCmd(got redis.Cmder, err error) *redis.Cmd {
