@@ -1,17 +1,17 @@
-# Everything here runs on a fresh machine with Go and, for the tests, the Debian package
-# redis-server (.ci/run installs it when missing).
+# Everything here runs on a fresh machine with Go and, for the tests, the Debian packages
+# redis-server and faketime (.ci/run installs them when missing).
 GO ?= go
 GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
-.PHONY: help test lint cover simulate bench bench-check bench-report
+.PHONY: help test lint cover simulate simulate-real bench bench-check bench-report
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-test: lint bench-check ## vet, gofmt, every test with -race (redlockotel's too), then the full simulator catalog (needs redis-server: a missing one fails)
+test: lint bench-check ## vet, gofmt, every test with -race (redlockotel's too), then the full simulator catalog and four rows on real servers (needs redis-server and faketime: missing ones fail)
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -short -count=1 ./...
 	cd redlockotel && $(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run '^TestCatalog$$' ./simulate
+	REDLOCK_REQUIRE_REDIS=1 $(GO) test -count=1 -run '^TestCatalog(Real)?$$' ./simulate
 
 lint: ## go vet (of redlockotel, its own module, too) and a gofmt check
 	$(GO) vet ./...
@@ -24,6 +24,9 @@ cover: ## tests with a coverage profile, summarised per function
 
 simulate: ## run the simulator's scenario catalog in real time (no servers needed)
 	$(GO) run ./cmd/redlock simulate
+
+simulate-real: ## the same catalog on redis-server processes with real faults (needs redis-server and faketime)
+	$(GO) run ./cmd/redlock simulate -backend real
 
 bench-check: ## vet and compile the bench module (its own go.mod), test its delay proxy; runs no benchmark
 	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -run '^TestDelayProxy$$' ./...

@@ -22,16 +22,19 @@ var (
 // 1. Uncontended Lock+Unlock on 5 local nodes, one caller after another and in parallel
 // (GOMAXPROCS goroutines), a fresh key every operation. redislock runs on the first node only.
 func BenchmarkUncontended(b *testing.B) {
-	for _, mode := range []string{"serial", "parallel"} {
-		b.Run("mode="+mode, func(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		p    int // goroutines per GOMAXPROCS; 0 for serial
+	}{{"serial", 0}, {"parallel", 1}, {"g8", 8 / runtime.GOMAXPROCS(0)}, {"g64", 64 / runtime.GOMAXPROCS(0)}} {
+		b.Run("mode="+mode.name, func(b *testing.B) {
 			for _, im := range allImpls {
 				b.Run("impl="+im.name, func(b *testing.B) {
 					l := im.make(b, clients(b, addrs(b, 5, false)))
 					defer l.close()
-					if mode == "serial" {
+					if mode.p == 0 {
 						serial(b, l)
 					} else {
-						parallel(b, l)
+						parallel(b, l, max(mode.p, 1))
 					}
 				})
 			}
@@ -227,12 +230,12 @@ func serial(b *testing.B, l locker) {
 	reportLatency(b, "", lat)
 }
 
-// parallel is serial from GOMAXPROCS goroutines at once.
-func parallel(b *testing.B, l locker) {
+// parallel is serial from p × GOMAXPROCS goroutines at once.
+func parallel(b *testing.B, l locker, p int) {
 	ctx := context.Background()
 	keys := newKeys(b.N)
-	var taken atomic.Int64                                 // keys handed out
-	lats := make([][]time.Duration, runtime.GOMAXPROCS(0)) // RunParallel's goroutine count
+	var taken atomic.Int64                                   // keys handed out
+	lats := make([][]time.Duration, p*runtime.GOMAXPROCS(0)) // RunParallel's goroutine count
 	for i := range lats {
 		lats[i] = make([]time.Duration, 0, b.N)
 	}
@@ -240,6 +243,7 @@ func parallel(b *testing.B, l locker) {
 	var mu sync.Mutex
 	var errs failures
 	b.ReportAllocs()
+	b.SetParallelism(p)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		id := int(next.Add(1)) - 1

@@ -63,10 +63,12 @@ func (f *floor) lock(ctx context.Context, key string) (any, error) {
 		pending: len(f.nodes), replies: make(chan floorReply, len(f.nodes))}
 	start := time.Now()
 	for i, n := range f.nodes {
-		f.wg.Go(func() {
+		f.wg.Add(1)
+		go func() { // not wg.Go: its wrapper costs an allocation a node
+			defer f.wg.Done()
 			ok, err := n.SetNX(ctx, key, l.token, ttl).Result()
 			l.replies <- floorReply{i, ok && err == nil}
-		})
+		}()
 	}
 	for no := 0; l.pending > 0 && no <= len(f.nodes)-f.quorum; {
 		r := <-l.replies
@@ -94,16 +96,22 @@ func (f *floor) unlock(ctx context.Context, h any) error {
 	for i, n := range f.nodes {
 		if l.yes&(1<<i) != 0 {
 			asked++
-			f.wg.Go(func() { released <- f.release(ctx, n, l) })
+			f.wg.Add(1)
+			go func() {
+				defer f.wg.Done()
+				released <- f.release(ctx, n, l)
+			}()
 		}
 	}
 	if pending := l.pending; pending > 0 {
-		f.wg.Go(func() {
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
 			for range pending {
 				r := <-l.replies
 				released <- r.ok && f.release(ctx, f.nodes[r.node], l)
 			}
-		})
+		}()
 	}
 	ok := 0
 	for failed := 0; ok < f.quorum && asked-failed >= f.quorum; {

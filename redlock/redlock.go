@@ -85,7 +85,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 				return nil, fmt.Errorf("redlock: node %d is the same client as node %d", i, j)
 			}
 		}
-		c.nodes[i] = n
+		c.nodes[i] = &batcher{node: n}
 		switch n := n.(type) {
 		case *redis.Client:
 			c.addrs[i] = n.Options().Addr

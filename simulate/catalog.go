@@ -32,6 +32,12 @@ type Scenario struct {
 	FullEvery float64
 	// Chunks > 1 splits the work and extends the lock between chunks.
 	Chunks int
+	// NodeClocks says that the faults change the nodes' clocks (jumps, rates): on the real
+	// backend, the servers then run under libfaketime.
+	NodeClocks bool
+	// NotOnReal, when set, says why the row cannot be reproduced on real servers: the real
+	// backend then reports that instead of a verdict, and the row does not fail a run.
+	NotOnReal string
 	// Permits > 0 makes the lock a semaphore of that many permits: the checker then counts
 	// the moments when more than Permits clients acted at once, and they sell at once.
 	Permits int
@@ -193,7 +199,7 @@ func lockScenarios() []Scenario {
 		},
 		{
 			Name: "partition-clock-jump", Row: "the same, node C's clock jumps forward past the TTL", Expect: Violation,
-			Clients: 2,
+			Clients: 2, NodeClocks: true,
 			setup: func(r *run) {
 				shared := r.split()
 				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
@@ -201,28 +207,29 @@ func lockScenarios() []Scenario {
 				r.onceHeld(func() {
 					r.at(r.between(2*time.Second, 4*time.Second),
 						fmt.Sprintf("node %s (reached by both): clock jumps %v forward", r.nodes[shared].name, jump),
-						func() { r.nodes[shared].clock.jump(r.d(jump)) })
+						func() { r.nodes[shared].jump(r.d(jump)) })
 				})
 			},
 		},
 		{
 			Name: "node-rate-within", Row: "node clock rate skew within the drift bound", Expect: Safe,
-			FullEvery: 0.01,
+			FullEvery: 0.01, NodeClocks: true,
 			setup: func(r *run) {
 				for _, n := range r.nodes {
 					rate := 1 + (r.rng.Float64()*2-1)*0.004
-					r.at(0, fmt.Sprintf("node %s: clock rate %.4f", n.name, rate), func() { n.clock.setRate(rate) })
+					r.at(0, fmt.Sprintf("node %s: clock rate %.4f", n.name, rate), func() { n.setRate(rate) })
 				}
 			},
 		},
 		{
 			Name: "node-rate-beyond", Row: "node clock rate skew beyond the drift bound", Expect: Violation,
+			NodeClocks: true,
 			setup: func(r *run) {
 				r.firstHolder(0)
 				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
 				for _, n := range r.nodes {
 					rate := 1.3 + r.rng.Float64()*0.2
-					r.at(0, fmt.Sprintf("node %s: clock rate %.3f", n.name, rate), func() { n.clock.setRate(rate) })
+					r.at(0, fmt.Sprintf("node %s: clock rate %.3f", n.name, rate), func() { n.setRate(rate) })
 				}
 			},
 		},
@@ -421,7 +428,9 @@ func (r *run) crash(t time.Duration, n int) {
 
 func (r *run) restart(t time.Duration, n int, keep bool) {
 	what := "restarts with its data"
-	if !keep {
+	if keep {
+		r.nodes[n].keepOnRestart()
+	} else {
 		what = "restarts empty (no persistence)"
 	}
 	r.at(t, fmt.Sprintf("node %s: %s", r.nodes[n].name, what), func() { r.nodes[n].restart(keep) })

@@ -4,9 +4,11 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/simulate"
 )
 
@@ -63,5 +65,56 @@ func TestCatalog(t *testing.T) {
 				t.Errorf("%d critical sections, want at least %d", sections, want)
 			}
 		})
+	}
+}
+
+// realRows are the scenarios make test runs on real servers too: no faults, a node restarting
+// empty, a node clock jumping past the TTL (libfaketime), and a paused holder whose stale write
+// the fenced store refuses.
+var realRows = []string{"no-faults", "restart-data-lost", "partition-clock-jump", "pause-after-acquire-fenced"}
+
+// The same verdicts on redis-server processes with real faults, in real time (a 500 ms TTL),
+// and no server left running afterwards.
+//
+// Real time under -race on a busy machine could make a holder overshoot its validity and give
+// up before the fault lands, so -short (make test's -race pass) skips it and make test runs it in
+// its pass without -race, beside the full catalog.
+func TestCatalogReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time: make test runs it without -race")
+	}
+	b := simulate.RequireReal(t)
+	for _, name := range realRows {
+		scs, _ := simulate.Match(name)
+		if len(scs) != 1 {
+			t.Fatalf("no scenario %s", name)
+		}
+		t.Run(name, func(t *testing.T) {
+			for _, seed := range seeds(t) {
+				res := simulate.Run(context.Background(), scs[0], simulate.Options{Seed: seed, Scale: 0.05, Backend: b})
+				if !res.OK || res.Backend != "real" {
+					t.Errorf("seed %d on %s: expected %s, observed %s (violations %d, lost %d, orders %d/%d, acquisitions %d) %s\n%v",
+						seed, res.Backend, res.Expected, res.Observed, res.Violations, res.LostUpdates, res.Orders, res.Stock, res.Acquisitions, res.Note, res.Schedule)
+				}
+				t.Logf("seed %d: %s, %d sections, %d violations, %v elapsed", seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed)
+			}
+		})
+	}
+	if left := redistest.ServerChildren(); len(left) > 0 {
+		t.Errorf("redis-server processes left running: %v", left)
+	}
+}
+
+// A row that real servers cannot reproduce says why, and does not fail the run.
+func TestNotOnReal(t *testing.T) {
+	sc := simulate.Scenario{Name: "cluster-only", Expect: simulate.Violation, NotOnReal: "needs a Redis Cluster"}
+	res := simulate.Run(context.Background(), sc, simulate.Options{Backend: simulate.Real{}})
+	if res.Observed != simulate.VerdictNotReproducible || !res.OK || res.Note != sc.NotOnReal || res.Backend != "real" {
+		t.Fatalf("got %s, ok %v, note %q on %s", res.Observed, res.OK, res.Note, res.Backend)
+	}
+	var table strings.Builder
+	simulate.WriteTable(&table, []simulate.Result{res})
+	if !strings.Contains(table.String(), "not reproducible: needs a Redis Cluster") {
+		t.Errorf("the table does not say why:\n%s", table.String())
 	}
 }

@@ -11,6 +11,11 @@
 // same seed gives the same schedule. The checker then compares critical sections in true time:
 // two open at once are a violation, but two readers', and for a semaphore of P permits, P+1.
 //
+// A Backend runs the nodes: Mini, the in-memory servers above, or Real, redis-server processes
+// on free loopback ports with real faults (signals, persistence settings, a TCP proxy per client
+// and node, libfaketime for the servers' clocks). The engine, the workload and the checker are
+// the same on both.
+//
 // The engine reads time only through the time package: inside a testing/synctest bubble a run
 // with a 10 s TTL takes no real time; outside one, Options.Scale shrinks every duration so a run
 // takes a second or two.

@@ -16,7 +16,8 @@ var errPartitioned = errors.New("simulate: no route to node (partitioned)")
 // (latency on every request) or loses the node's replies to one command; the command still runs
 // on the node, only its answer never arrives.
 type link struct {
-	node *node
+	node  *node
+	proxy *proxy // on a TCP backend: where the client connects, set before the run starts
 
 	mu      sync.Mutex
 	cut     bool
@@ -30,13 +31,13 @@ func newLink(n *node) *link { return &link{node: n, conns: map[*faultyConn]struc
 // dial fits go-redis's Options.Dialer. When the node is down or cut off, the dial succeeds
 // and the connection fails at its first use: go-redis counts failed dials and, past its pool
 // size, starts a background prober that would outlive the run.
-func (l *link) dial(context.Context, string, string) (net.Conn, error) {
+func (l *link) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cut {
 		return deadConn(errPartitioned), nil
 	}
-	inner, err := l.node.dial()
+	inner, err := l.node.dial(ctx)
 	if err != nil {
 		return deadConn(err), nil
 	}

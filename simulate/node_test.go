@@ -22,21 +22,24 @@ func testClient(t *testing.T, l *link) *redis.Client {
 	return rdb
 }
 
+// exists reports whether the node behind rdb has key, failing t when it cannot tell.
+func exists(t *testing.T, rdb *redis.Client, key string) bool {
+	t.Helper()
+	got, err := rdb.Exists(context.Background(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got == 1
+}
+
 func TestNodeFaults(t *testing.T) {
 	ctx := context.Background()
 	synctest.Test(t, func(t *testing.T) {
-		n := newNode("A", time.Now())
+		n := newMiniNode("A", time.Now())
 		defer n.close()
 		l := newLink(n)
 		rdb := testClient(t, l)
-		has := func(key string) bool {
-			t.Helper()
-			got, err := rdb.Exists(ctx, key).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return got == 1
-		}
+		has := func(key string) bool { return exists(t, rdb, key) }
 		rdb.Set(ctx, "k", "v", 10*time.Second)
 
 		// Keys expire by the node's clock: true time 5 s at rate 2 is 10 s there.
@@ -83,7 +86,7 @@ func TestNodeFaults(t *testing.T) {
 func TestFailoverLosesWhatWasNotReplicated(t *testing.T) {
 	ctx := context.Background()
 	synctest.Test(t, func(t *testing.T) {
-		n := newNode("A", time.Now())
+		n := newMiniNode("A", time.Now())
 		defer n.close()
 		n.withReplica()
 		rdb := testClient(t, newLink(n))
@@ -99,45 +102,57 @@ func TestFailoverLosesWhatWasNotReplicated(t *testing.T) {
 }
 
 func TestLinkFaults(t *testing.T) {
-	ctx := context.Background()
 	synctest.Test(t, func(t *testing.T) {
-		n := newNode("A", time.Now())
+		n := newMiniNode("A", time.Now())
 		defer n.close()
 		l := newLink(n)
 		rdb := testClient(t, l)
-
-		// A lost reply: the command ran, the client never heard.
-		l.setDrop("set")
-		if err := rdb.Set(ctx, "k", "v", 0).Err(); err == nil {
-			t.Fatal("a lost reply arrived")
-		}
-		l.setDrop("")
-		if got, err := rdb.Get(ctx, "k").Result(); err != nil || got != "v" {
-			t.Fatalf("GET = %q, %v: the command behind the lost reply did not run", got, err)
-		}
-
-		// Latency delays the request.
-		l.setLatency(50 * time.Millisecond)
-		start := time.Now()
-		rdb.Get(ctx, "k")
-		if took := time.Since(start); took != 50*time.Millisecond {
-			t.Fatalf("GET took %v, want the 50ms latency exactly", took)
-		}
-		l.setLatency(0)
-
-		// A partition breaks open connections and refuses new ones, until healed.
+		linkFaults(t, l, rdb)
+		// In memory, a new connection across a partition fails with the link's own error.
 		l.setCut(true)
-		if err := rdb.Get(ctx, "k").Err(); err == nil {
-			t.Fatal("GET on a connection open at the cut succeeded")
-		}
-		if err := rdb.Get(ctx, "k").Err(); !errors.Is(err, errPartitioned) {
+		rdb.Get(context.Background(), "k") // fails on the connection the cut broke, and drops it
+		if err := rdb.Get(context.Background(), "k").Err(); !errors.Is(err, errPartitioned) {
 			t.Fatalf("GET across a partition: %v", err)
 		}
-		l.setCut(false)
-		if err := rdb.Get(ctx, "k").Err(); err != nil {
-			t.Fatalf("GET after healing: %v", err)
-		}
 	})
+}
+
+// linkFaults checks each fault of l on a client that reaches the node through it, and leaves
+// l healed: on either backend.
+func linkFaults(t *testing.T, l *link, rdb *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+
+	// A lost reply: the command ran, the client never heard.
+	l.setDrop("set")
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err == nil {
+		t.Fatal("a lost reply arrived")
+	}
+	l.setDrop("")
+	if got, err := rdb.Get(ctx, "k").Result(); err != nil || got != "v" {
+		t.Fatalf("GET = %q, %v: the command behind the lost reply did not run", got, err)
+	}
+
+	// Latency delays the request.
+	l.setLatency(50 * time.Millisecond)
+	start := time.Now()
+	rdb.Get(ctx, "k")
+	if took := time.Since(start); took < 50*time.Millisecond {
+		t.Fatalf("GET took %v, want at least the 50ms latency", took)
+	}
+	l.setLatency(0)
+
+	// A partition breaks open connections and refuses new ones, until healed.
+	l.setCut(true)
+	for range 2 {
+		if err := rdb.Get(ctx, "k").Err(); err == nil || errors.Is(err, redis.Nil) {
+			t.Fatalf("GET across a partition: %v", err)
+		}
+	}
+	l.setCut(false)
+	if err := rdb.Get(ctx, "k").Err(); err != nil {
+		t.Fatalf("GET after healing: %v", err)
+	}
 }
 
 func TestClientClock(t *testing.T) {

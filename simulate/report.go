@@ -14,6 +14,9 @@ func WriteTable(w io.Writer, rs []Result) error {
 	fmt.Fprintln(tw, "scenario\tstrategy\texpected\tobserved\tviolations\tlost\trefused\tacquired\twait p50\twait max\tseed\tverdict")
 	for _, r := range rs {
 		verdict := "ok"
+		if r.Observed == VerdictNotReproducible {
+			verdict = "not reproducible: " + r.Note
+		}
 		if !r.OK {
 			verdict = "UNEXPECTED"
 			if r.Note != "" {

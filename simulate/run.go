@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -28,6 +29,10 @@ const (
 	VerdictSafe         Verdict = "safe"
 	VerdictViolated     Verdict = "violation"
 	VerdictInconclusive Verdict = "inconclusive"
+	// Error: the backend could not run the scenario (a server did not start); Note says why.
+	VerdictError Verdict = "error"
+	// NotReproducible: the backend cannot reproduce the scenario; Note says why.
+	VerdictNotReproducible Verdict = "not-reproducible"
 )
 
 // Options tune a run of a scenario.
@@ -41,6 +46,9 @@ type Options struct {
 	Scale float64
 	// Stock overrides the scenario's stock when positive: more critical sections.
 	Stock int
+	// Backend runs the nodes: Mini (in memory) when nil, or Real (redis-server processes,
+	// in real time only: not inside a synctest bubble).
+	Backend Backend
 	// Metrics attaches an Observer to every redlock client, so that Result.Metrics holds
 	// what the hook reported.
 	Metrics bool
@@ -50,6 +58,7 @@ type Options struct {
 // the scale), so that runs at different scales compare.
 type Result struct {
 	Scenario string   `json:"scenario"`
+	Backend  string   `json:"backend"`
 	Strategy Strategy `json:"strategy"`
 	Row      string   `json:"row"`
 	Expected Expect   `json:"expected"`
@@ -95,12 +104,13 @@ type event struct {
 
 // run is one execution of a scenario: the world it builds and what it records.
 type run struct {
-	sc    Scenario
-	seed  uint64
-	rng   *rand.Rand
-	scale float64
-	start time.Time
-	key   string
+	sc      Scenario
+	backend Backend
+	seed    uint64
+	rng     *rand.Rand
+	scale   float64
+	start   time.Time
+	key     string
 
 	ttl, nodeTimeout, margin, poll time.Duration
 	workMin, workMax               time.Duration
@@ -115,6 +125,7 @@ type run struct {
 	held    bool // events scheduled now count from client 1's first acquisition
 	check   func(*Result) string
 	rdbs    []*redis.Client
+	proxies []*proxy
 	metrics *acquisitions // with Options.Metrics
 }
 
@@ -122,6 +133,18 @@ type run struct {
 // (or no real time at all inside a testing/synctest bubble).
 func Run(ctx context.Context, sc Scenario, o Options) Result {
 	r := newRun(sc, o)
+	if why := r.backend.gap(sc); why != "" {
+		res := r.result(false)
+		res.Observed, res.OK, res.Note = VerdictNotReproducible, true, why
+		r.closeNodes()
+		return res
+	}
+	if err := r.startNodes(ctx); err != nil {
+		r.closeNodes()
+		res := r.result(false)
+		res.Observed, res.OK, res.Note = VerdictError, false, err.Error()
+		return res
+	}
 	return r.execute(ctx)
 }
 
@@ -138,8 +161,12 @@ func newRun(sc Scenario, o Options) *run {
 	if scale <= 0 {
 		scale = 1
 	}
+	if o.Backend == nil {
+		o.Backend = Mini{}
+	}
 	r := &run{
 		sc:        sc,
+		backend:   o.Backend,
 		seed:      o.Seed,
 		rng:       rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed5eed5eed5eed)),
 		scale:     scale,
@@ -167,7 +194,7 @@ func newRun(sc Scenario, o Options) *run {
 	r.poll = r.d(100 * time.Millisecond)
 	r.workMin, r.workMax = r.d(sc.Work[0]), r.d(sc.Work[1])
 	for i := range sc.Nodes {
-		r.nodes = append(r.nodes, newNode(string(rune('A'+i)), r.start))
+		r.nodes = append(r.nodes, r.backend.newNode(string(rune('A'+i)), r.start, sc))
 	}
 	if sc.Replica {
 		for _, n := range r.nodes {
@@ -247,12 +274,44 @@ func (r *run) schedule() []string {
 	return out
 }
 
+// startNodes starts the nodes (processes, on the real backend) and a proxy for every link when
+// clients reach the nodes over TCP; then the run's clock starts. Every clock of the run still
+// reads true time then (no fault has fired), so moving the start leaves them right.
+func (r *run) startNodes(ctx context.Context) error {
+	errs := make([]error, len(r.nodes))
+	var wg sync.WaitGroup
+	for i, n := range r.nodes {
+		wg.Go(func() { errs[i] = n.start(ctx) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if r.backend.tcp() {
+		for _, c := range r.clients {
+			for _, l := range c.links {
+				p, err := listen(l)
+				if err != nil {
+					return err
+				}
+				r.proxies = append(r.proxies, p)
+			}
+		}
+	}
+	r.start = time.Now()
+	return nil
+}
+
 func (r *run) redis(l *link) *redis.Client {
 	timeout := r.nodeTimeout * 2
+	addr, dial := "node-"+l.node.name, l.dial
+	if l.proxy != nil {
+		addr, dial = l.proxy.addr(), nil
+	}
 	rdb := redis.NewClient(&redis.Options{
-		Addr:                     "node-" + l.node.name,
+		Addr:                     addr,
 		Protocol:                 2,
-		Dialer:                   l.dial,
+		Dialer:                   dial,
 		MaxRetries:               -1,
 		DialerRetries:            1,
 		DialTimeout:              timeout,
@@ -358,12 +417,22 @@ func (r *run) execute(ctx context.Context) Result {
 	if r.metrics != nil {
 		res.Metrics = r.metrics.result()
 	}
+	var errs []error
+	for _, n := range r.nodes {
+		errs = append(errs, n.err())
+	}
+	if err := errors.Join(errs...); err != nil {
+		res.Observed, res.OK, res.Note = VerdictError, false, err.Error()
+	}
 	slices.SortStableFunc(fired, func(a, b Fault) int { return int(a.At - b.At) })
 	res.Faults = fired
 	return res
 }
 
 func (r *run) closeNodes() {
+	for _, p := range r.proxies {
+		p.close()
+	}
 	for _, n := range r.nodes {
 		n.close()
 	}
@@ -379,6 +448,7 @@ func (r *run) result(finished bool) Result {
 	refused := r.store.refusedWrites()
 	res := Result{
 		Scenario:      r.sc.Name,
+		Backend:       r.backend.String(),
 		Strategy:      r.sc.Strategy,
 		Row:           r.sc.Row,
 		Expected:      r.sc.Expect,

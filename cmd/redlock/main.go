@@ -22,7 +22,7 @@ func main() {
 const usage = `usage: redlock <command> [flags]
 
 commands:
-  simulate  run the failure scenarios against in-memory Redis nodes and check the lock
+  simulate  run the failure scenarios against Redis nodes (in memory, or real servers) and check the lock
   exec      run a command while holding a lock across Redis masters
   status    show a lock on every node and whether a quorum holds it
 
@@ -36,7 +36,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "simulate":
-		return runSimulate(args[1:], stdout, stderr)
+		return runSimulate(ctx, args[1:], stdout, stderr)
 	case "exec":
 		return runExec(ctx, args[1:], stdout, stderr)
 	case "status":

@@ -38,6 +38,7 @@ func TestSimulateBadFlags(t *testing.T) {
 		{"-scenario", "["},
 		{"-scenario", "no-such-scenario"},
 		{"extra"},
+		{"-backend", "nope"},
 	} {
 		code, stdout, stderr := runCLI(t, append([]string{"simulate"}, args...)...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, "usage: redlock simulate") {
@@ -75,12 +76,12 @@ func TestSimulateJSONAndTimeline(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &got); err != nil {
 			t.Fatal(err)
 		}
-		for _, field := range []string{"scenario", "strategy", "expected", "observed", "violations", "acquisitions", "seed", "ok"} {
+		for _, field := range []string{"scenario", "backend", "strategy", "expected", "observed", "violations", "acquisitions", "seed", "ok"} {
 			if _, ok := got[field]; !ok {
 				t.Errorf("line %d lacks %q: %s", i, field, line)
 			}
 		}
-		if got["scenario"] != "no-faults" || got["expected"] != "safe" || got["ok"] != true || got["seed"] != float64(3+i) {
+		if got["scenario"] != "no-faults" || got["backend"] != "mini" || got["expected"] != "safe" || got["ok"] != true || got["seed"] != float64(3+i) {
 			t.Errorf("line %d: %s", i, line)
 		}
 	}

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,8 +21,9 @@ import (
 	"github.com/quorumlock/redlock/simulate"
 )
 
-// runSimulate is `redlock simulate`.
-func runSimulate(args []string, stdout, stderr io.Writer) int {
+// runSimulate is `redlock simulate`. A Ctrl-C (or SIGTERM) stops the runs; the real backend's
+// servers are stopped before it returns.
+func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pattern := fs.String("scenario", "*", "run the scenarios whose name matches this glob, or one of these comma-separated globs")
@@ -33,8 +36,10 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	scale := fs.Float64("scale", 0.05, "time scale: the 10 s TTL of the scenarios becomes 10s*scale of real time")
 	parallel := fs.Int("parallel", 2, "runs at once; more than the cores makes real-time runs late")
 	list := fs.Bool("list", false, "list the scenarios and exit")
+	backendName := fs.String("backend", "mini", "mini: in-memory Redis nodes; real: redis-server processes with real faults (needs "+simulate.InstallHint+")")
+	server := fs.String("redis-server", "", "with -backend real: the redis-server binary to run (default: redis-server in PATH)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: redlock simulate [flags]\n\nRuns each scenario of the catalog (in-memory Redis nodes, faults, clients running a\nflash sale) and checks in true time that no two clients held the lock at once.\nExit status 1 when a scenario's outcome differs from its expectation.\n\nflags:")
+		fmt.Fprintln(stderr, "usage: redlock simulate [flags]\n\nRuns each scenario of the catalog (Redis nodes, faults, clients running a flash sale)\nand checks in true time that no two clients held the lock at once. The nodes are\nin-memory servers, or with -backend real redis-server processes that it starts on free\nloopback ports and stops, with real faults (signals, a TCP proxy, libfaketime).\nExit status 1 when a scenario's outcome differs from its expectation; 2 on bad flags,\nor when -backend real lacks redis-server or libfaketime.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -59,6 +64,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	}
 	if !(*scale > 0 && *scale <= 1) {
 		return bad("-scale %v: want 0 < scale <= 1", *scale)
+	}
+	if *backendName != "mini" && *backendName != "real" {
+		return bad("-backend %q: want mini or real", *backendName)
 	}
 	var scenarios []simulate.Scenario
 	for _, p := range strings.Split(*pattern, ",") {
@@ -86,10 +94,22 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 		rand.Read(b[:])
 		*seed = bin.LittleEndian.Uint64(b[:]) >> 1
 	}
+	var backend simulate.Backend = simulate.Mini{}
+	if *backendName == "real" {
+		rb, err := simulate.Real{Server: *server}.Check(scenarios...)
+		if err != nil {
+			fmt.Fprintf(stderr, "redlock simulate: %v\n", err)
+			return 2
+		}
+		backend = rb
+	}
 	redis.SetLogger(quiet{})
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 
-	fmt.Fprintf(stderr, "redlock simulate: seed %d, %d scenario(s) x %d run(s), TTL %v of real time\n",
-		*seed, len(scenarios), *runs, time.Duration(float64(simulate.TTL)**scale))
+	began := time.Now()
+	fmt.Fprintf(stderr, "redlock simulate: backend %s, seed %d, %d scenario(s) x %d run(s), TTL %v of real time\n",
+		backend, *seed, len(scenarios), *runs, time.Duration(float64(simulate.TTL)**scale))
 	type job struct {
 		sc   simulate.Scenario
 		seed uint64
@@ -109,14 +129,24 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	)
 	for i, j := range jobs {
 		wg.Go(func() {
-			sem <- struct{}{}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
 			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				return
+			}
 			began := time.Now()
-			res := simulate.Run(context.Background(), j.sc, simulate.Options{Seed: j.seed, Scale: *scale, Metrics: *metrics != "", Stock: *stock})
+			res := simulate.Run(ctx, j.sc, simulate.Options{Seed: j.seed, Scale: *scale, Backend: backend, Metrics: *metrics != "", Stock: *stock})
 			results[i] = res
 			verdict := "ok"
-			if !res.OK {
+			switch {
+			case !res.OK:
 				verdict = "UNEXPECTED " + res.Note
+			case res.Observed == simulate.VerdictNotReproducible:
+				verdict = "not reproducible on " + res.Backend + ": " + res.Note
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -129,6 +159,11 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 		})
 	}
 	wg.Wait()
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "redlock simulate: interrupted; every server it started is stopped")
+		return 1
+	}
+	fmt.Fprintf(stderr, "redlock simulate: %d run(s) on %s in %v\n", len(jobs), backend, time.Since(began).Round(100*time.Millisecond))
 
 	var err error
 	if *asJSON {

@@ -9,6 +9,8 @@ import (
 const (
 	caseSerial     = "BenchmarkUncontended/mode=serial"
 	caseParallel   = "BenchmarkUncontended/mode=parallel"
+	caseG8         = "BenchmarkUncontended/mode=g8"
+	caseG64        = "BenchmarkUncontended/mode=g64"
 	caseSlow       = "BenchmarkSlowNode"
 	caseContended  = "BenchmarkContended/clients=1" // the targets' case: one process
 	caseContended8 = "BenchmarkContended/clients=8"
@@ -143,6 +145,8 @@ func render(r results, machine, stat, limits, svg string) string {
 	for _, c := range []struct{ name, title string }{
 		{caseSerial, "1. Uncontended Lock+Unlock, serial, 5 nodes"},
 		{caseParallel, "1. Uncontended Lock+Unlock, parallel (RunParallel, GOMAXPROCS goroutines), 5 nodes"},
+		{caseG8, "1. Uncontended Lock+Unlock under load, 8 goroutines, 5 nodes"},
+		{caseG64, "1. Uncontended Lock+Unlock under load, 64 goroutines, 5 nodes"},
 	} {
 		p("### %s\n\n", c.title)
 		t.header("library", "time/op", "allocs/op", "B/op", "p50", "p99", "time × floor", "time × redsync", "failed ops", "rounds")
@@ -251,6 +255,9 @@ func targets(r results) []goal {
 		ratioGoal("uncontended "+c.mode+": time/op vs redsync", c.name, ours, redsync, "ns/op", 0.7)
 		ratioGoal("uncontended "+c.mode+": allocs/op vs the floor", c.name, ours, floor, "allocs/op", 1.0)
 	}
+	ratioGoal("under load, 8 goroutines: time/op vs the floor", caseG8, ours, floor, "ns/op", 0.9)
+	ratioGoal("under load, 64 goroutines: time/op vs the floor", caseG64, ours, floor, "ns/op", 0.67)
+	ratioGoal("under load, 64 goroutines: time/op vs redsync", caseG64, ours, redsync, "ns/op", 0.5)
 	ratioGoal("one slow node: lock p50 vs the floor", caseSlow, ours, floor, "lock-p50-us", 1.3)
 	ratioGoal("one slow node: lock p99 vs the floor", caseSlow, ours, floor, "lock-p99-us", 1.3)
 
