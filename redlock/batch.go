@@ -26,6 +26,7 @@ type batcher struct {
 	busy  bool            // a call or a batch is in flight
 	queue []*batchCall    // calls waiting for it, in order of arrival
 	pipe  redis.Pipeliner // the one batch's, reused: go-redis empties it on Exec
+	free  []*batchCall    // calls to reuse
 }
 
 // A batchCall is one call waiting in a batcher's queue: SET NX PX, or EVALSHA or EVAL.
@@ -44,8 +45,32 @@ type batchCall struct {
 	ready chan struct{} // receives when cmd has its reply, or lead is set
 }
 
-// calls recycles batchCalls whose caller has read the reply.
-var calls = sync.Pool{New: func() any { return &batchCall{ready: make(chan struct{}, 1)} }}
+// maxFree bounds the batchCalls a batcher keeps for reuse.
+const maxFree = 64
+
+// call returns a batchCall to fill in, reused when one is free. The free list is the batcher's
+// own, not a process-wide sync.Pool: a channel made inside a testing/synctest bubble (the
+// simulator's) must not be used outside it.
+func (b *batcher) call() *batchCall {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := len(b.free); n > 0 {
+		c := b.free[n-1]
+		b.free = b.free[:n-1]
+		return c
+	}
+	return &batchCall{ready: make(chan struct{}, 1)}
+}
+
+// recycle keeps c for reuse once its caller has read the reply.
+func (b *batcher) recycle(c *batchCall) {
+	*c = batchCall{ready: c.ready}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.free) < maxFree {
+		b.free = append(b.free, c)
+	}
+}
 
 // add puts the call on the pipeline.
 func (c *batchCall) add(p redis.Pipeliner) redis.Cmder {
@@ -95,7 +120,7 @@ func (b *batcher) wait(ctx context.Context, call *batchCall) (redis.Cmder, error
 			}
 			b.mu.Unlock()
 			if i >= 0 {
-				call.recycle()
+				b.recycle(call)
 			} // else its batch still holds it
 			return nil, ctx.Err()
 		}
@@ -104,13 +129,8 @@ func (b *batcher) wait(ctx context.Context, call *batchCall) (redis.Cmder, error
 		b.send()
 	}
 	cmd := call.cmd
-	call.recycle()
+	b.recycle(call)
 	return cmd, nil
-}
-
-func (c *batchCall) recycle() {
-	*c = batchCall{ready: c.ready}
-	calls.Put(c)
 }
 
 // next hands the queue, if any, to its first caller to send; else the node is idle again.
@@ -152,7 +172,7 @@ func (b *batcher) SetNX(ctx context.Context, key string, value any, expiration t
 		defer b.next()
 		return b.node.SetNX(ctx, key, value, expiration)
 	}
-	call := calls.Get().(*batchCall)
+	call := b.call()
 	call.setnx, call.script, call.value, call.exp = true, key, value, expiration
 	got, err := b.wait(ctx, call)
 	if err != nil {
@@ -168,7 +188,7 @@ func (b *batcher) EvalSha(ctx context.Context, sha1 string, keys []string, args 
 		defer b.next()
 		return b.node.EvalSha(ctx, sha1, keys, args...)
 	}
-	call := calls.Get().(*batchCall)
+	call := b.call()
 	call.sha, call.script, call.keys, call.args = true, sha1, keys, args
 	return evalCmd(b.wait(ctx, call))
 }
@@ -178,7 +198,7 @@ func (b *batcher) Eval(ctx context.Context, script string, keys []string, args .
 		defer b.next()
 		return b.node.Eval(ctx, script, keys, args...)
 	}
-	call := calls.Get().(*batchCall)
+	call := b.call()
 	call.script, call.keys, call.args = script, keys, args
 	return evalCmd(b.wait(ctx, call))
 }
