@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,21 +73,27 @@ func TestPrimitivesDoExtendWhileFnRuns(t *testing.T) {
 	ctx := context.Background()
 	sem, _ := c.Semaphore("pool", 1)
 	rw, _ := c.RWMutex("doc")
+	// A ttl of 600 ms is extended when 200 ms are left: slack enough for a loaded machine (at
+	// 150 ms, 2 runs in 10 lost the lock under a full make test). The three run at once.
+	var wg sync.WaitGroup
 	for name, do := range map[string]func(context.Context, time.Duration, func(context.Context) error) error{
 		"Semaphore.Do": sem.Do, "RWMutex.RDo": rw.RDo, "RWMutex.Do": rw.Do,
 	} {
-		err := do(ctx, 150*time.Millisecond, func(ctx context.Context) error {
-			select {
-			case <-time.After(500 * time.Millisecond): // over three ttls
-				return nil
-			case <-ctx.Done():
-				return context.Cause(ctx)
+		wg.Go(func() {
+			err := do(ctx, 600*time.Millisecond, func(ctx context.Context) error {
+				select {
+				case <-time.After(1500 * time.Millisecond): // over two ttls
+					return nil
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			})
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
 			}
 		})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
 	}
+	wg.Wait()
 	// Released: a permit and the write lock are free at once.
 	if l, err := sem.TryLock(ctx, time.Second); err != nil {
 		t.Fatal(err)
