@@ -35,24 +35,7 @@ var chartLines = []struct {
 // numbered markers. Results without calls (the naive strategies) are left out.
 func WriteMetricsSVG(w io.Writer, rs []Result) error {
 	rs = slices.DeleteFunc(slices.Clone(rs), func(r Result) bool { return r.Metrics == nil || len(r.Metrics.Calls) == 0 })
-	var b strings.Builder
-	height := 0
-	for _, r := range rs {
-		height += chartHeight(r) + panelGap
-	}
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="monospace" font-size="11">`+"\n", svgWidth, max(height, 40))
-	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
-	if len(rs) == 0 {
-		b.WriteString(`<text x="8" y="24">no acquiring calls: no run used this library's lock</text>` + "\n")
-	}
-	y := 0
-	for _, r := range rs {
-		chart(&b, r, y)
-		y += chartHeight(r) + panelGap
-	}
-	b.WriteString("</svg>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return writeDoc(w, rs, chartHeight, chart, "no acquiring calls: no run used this library's lock")
 }
 
 func chartHeight(r Result) int {

@@ -24,17 +24,26 @@ const (
 // acquiring to releasing; dark: from reading the stock to writing it), the faults as numbered
 // markers, and the overlapping critical sections in red.
 func WriteSVG(w io.Writer, rs []Result) error {
+	return writeDoc(w, rs, panelHeight, panel, "")
+}
+
+// writeDoc writes an SVG document of one panel per result, stacked, each height(r) high and
+// drawn by draw at its top y; with no results it says empty.
+func writeDoc(w io.Writer, rs []Result, height func(Result) int, draw func(*strings.Builder, Result, int), empty string) error {
 	var b strings.Builder
-	height := 0
+	total := 0
 	for _, r := range rs {
-		height += panelHeight(r) + panelGap
+		total += height(r) + panelGap
 	}
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="monospace" font-size="11">`+"\n", svgWidth, height)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="monospace" font-size="11">`+"\n", svgWidth, max(total, 40))
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
+	if len(rs) == 0 && empty != "" {
+		fmt.Fprintf(&b, `<text x="8" y="24">%s</text>`+"\n", empty)
+	}
 	y := 0
 	for _, r := range rs {
-		panel(&b, r, y)
-		y += panelHeight(r) + panelGap
+		draw(&b, r, y)
+		y += height(r) + panelGap
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
