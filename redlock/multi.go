@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/internal/keyslot"
 )
 
@@ -76,15 +74,8 @@ func (c *Client) multi(keys []string) (*spec, error) {
 }
 
 // sameSlot fails when a node is a Redis Cluster and the stored keys are not all in one slot.
-// (NewCluster's votes put every key of a vote in one slot themselves.)
 func (c *Client) sameSlot(keys, stored []string) error {
-	node := slices.IndexFunc(c.nodes, func(n conn) bool {
-		b, ok := n.(*batcher)
-		if ok {
-			_, ok = b.node.(*redis.ClusterClient)
-		}
-		return ok
-	})
+	node := c.clusterNode
 	if node < 0 {
 		return nil
 	}

@@ -39,17 +39,20 @@ var _ conn = redis.UniversalClient(nil)
 // A Client locks keys across a fixed set of independent Redis masters. It is safe for
 // concurrent use. It does not own the go-redis clients it was given: Close leaves them open.
 type Client struct {
-	nodes    []conn
-	addrs    []string
-	listen   []conn // where releases are heard: the nodes, or NewCluster's one cluster
-	tagged   bool   // NewCluster's: every key on a node starts with that vote's hash tag
-	quorum   int
-	channel  string // where Unlock announces releases: the prefix + "redlock:released"
-	announce any    // channel, boxed once
-	id       string // names the Client's waiters, and its own channel: channel + ":" + id
-	waiters  atomic.Uint64
-	wake     releases
-	queue    turns
+	nodes  []conn
+	addrs  []string
+	listen []conn // where releases are heard: the nodes, or NewCluster's one cluster
+	tagged bool   // NewCluster's: every key on a node starts with that vote's hash tag
+	// clusterNode is the first node that is a Redis Cluster (-1 for none), where one script
+	// touches one hash slot. NewCluster's votes put every key of a vote in one slot themselves.
+	clusterNode int
+	quorum      int
+	channel     string // where Unlock announces releases: the prefix + "redlock:released"
+	announce    any    // channel, boxed once
+	id          string // names the Client's waiters, and its own channel: channel + ":" + id
+	waiters     atomic.Uint64
+	wake        releases
+	queue       turns
 	options
 
 	// mu orders Close after every call in progress, so that no goroutine is added to bg once
@@ -91,6 +94,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 			c.addrs[i] = n.Options().Addr
 		case *redis.ClusterClient:
 			c.addrs[i] = strings.Join(n.Options().Addrs, ",")
+			if c.clusterNode < 0 {
+				c.clusterNode = i
+			}
 		}
 	}
 	c.listen = c.nodes
@@ -100,11 +106,12 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 // newClient returns a Client for n nodes, yet to be filled in, with opts applied.
 func newClient(n int, opts []Option) (*Client, error) {
 	c := &Client{
-		nodes:   make([]conn, n),
-		addrs:   make([]string, n),
-		quorum:  quorum.Of(n),
-		options: defaultOptions(),
-		done:    make(chan struct{}),
+		nodes:       make([]conn, n),
+		addrs:       make([]string, n),
+		quorum:      quorum.Of(n),
+		options:     defaultOptions(),
+		done:        make(chan struct{}),
+		clusterNode: -1,
 	}
 	for _, opt := range opts {
 		if opt == nil {
