@@ -83,11 +83,11 @@ const (
 )
 
 // 3. Contended: 8 goroutines on one key for a fixed window, each locking again as soon as it
-// released. Reported: acquisitions/s, and the wait (from wanting the lock to holding it,
-// across failed Lock calls) at p50, p99 and max; max includes waits still unfinished when the
-// window closed. With clients=1 the goroutines share one client of the library (one process);
-// with clients=8 each has its own, over its own go-redis clients (eight processes). Run with
-// -benchtime=1x: one window an op.
+// released. Reported: acquisitions/s, the wait (from wanting the lock to holding it, across
+// failed Lock calls) at p50, p99 and max, max including waits still unfinished when the window
+// closed, and min-share, the fairness (see contended). With clients=1 the goroutines share one
+// client of the library (one process); with clients=8 each has its own, over its own go-redis
+// clients (eight processes). Run with -benchtime=1x: one window an op.
 func BenchmarkContended(b *testing.B) {
 	for _, shared := range []bool{true, false} {
 		name := "clients=1"
@@ -114,18 +114,28 @@ func BenchmarkContended(b *testing.B) {
 	}
 }
 
+// contended runs b.N windows over ls and reports what BenchmarkContended says. min-share is
+// the fewest acquisitions of one contender over all windows divided by a fair share (all
+// acquisitions over the number of contenders): 1 when they took turns evenly, 0 when one
+// starved. A contender is a Client when there are several (clients=8, one goroutine each);
+// when all goroutines share one Client (clients=1), whose share would always be 1, it is a
+// goroutine.
 func contended(b *testing.B, ls []locker) {
-	var acquired, failed int
+	var failed int
 	var waits []time.Duration
 	var longest time.Duration
+	perGoroutine := make([]int, contenders)
 	for range b.N {
 		r := contend(ls, newKey())
-		acquired += len(r.waits)
 		failed += r.failed
 		waits = append(waits, r.waits...)
 		longest = max(longest, r.unfinished)
+		for g, n := range r.acquired {
+			perGoroutine[g] += n
+		}
 	}
 	b.StopTimer()
+	acquired := len(waits)
 	if acquired == 0 {
 		b.Fatal("no acquisition in the window")
 	}
@@ -137,10 +147,21 @@ func contended(b *testing.B, ls []locker) {
 	b.ReportMetric(us(percentile(waits, 0.50)), "wait-p50-us")
 	b.ReportMetric(us(percentile(waits, 0.99)), "wait-p99-us")
 	b.ReportMetric(us(max(waits[len(waits)-1], longest)), "wait-max-us")
+
+	perContender := perGoroutine
+	if len(ls) > 1 {
+		perContender = make([]int, len(ls))
+		for g, n := range perGoroutine {
+			perContender[g%len(ls)] += n // the locker contend gave goroutine g
+		}
+	}
+	fair := float64(acquired) / float64(len(perContender))
+	b.ReportMetric(float64(slices.Min(perContender))/fair, "min-share")
 }
 
 type contention struct {
 	waits      []time.Duration // one an acquisition
+	acquired   []int           // acquisitions of each goroutine
 	failed     int             // Lock calls that gave up (redsync after its 32 tries)
 	unfinished time.Duration   // the longest wait cut off by the end of the window
 }
@@ -150,7 +171,7 @@ func contend(ls []locker, key string) contention {
 	ctx, cancel := context.WithTimeout(context.Background(), contendWindow)
 	defer cancel()
 	var mu sync.Mutex
-	var r contention
+	r := contention{acquired: make([]int, contenders)}
 	var wg sync.WaitGroup
 	for g := range contenders {
 		l := ls[g%len(ls)]
@@ -173,6 +194,7 @@ func contend(ls []locker, key string) contention {
 			mu.Lock()
 			defer mu.Unlock()
 			r.waits = append(r.waits, waits...)
+			r.acquired[g] = len(waits)
 			r.failed += failed
 			r.unfinished = max(r.unfinished, time.Since(want))
 		})
