@@ -29,7 +29,7 @@ simulate-real: ## the same catalog on redis-server processes with real faults (n
 	$(GO) run ./cmd/redlock simulate -backend real
 
 bench-check: ## vet and compile the bench module (its own go.mod), test its delay proxy; runs no benchmark
-	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -run '^TestDelayProxy$$' ./...
+	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -run '^(TestDelayProxy|TestExclusionWithRedsync)$$' ./...
 
 bench: ## benchmarks beside redsync and redislock in interleaved rounds; writes bench/BENCHMARKS.md (~6 min)
 	cd bench && GO=$(GO) ./run.sh
