@@ -18,16 +18,18 @@ import (
 // write side of the RWMutex, the multi-key lock. Its scripts follow one convention, so that the
 // engine calls them all alike:
 //
-//   - acquire: KEYS the spec's acqKeys; ARGV the token, the ttl in ms, the waiter ("" for none),
-//     its score, polite ("1" or ""), then the spec's extra. Returns {0} when the node refused,
+//   - acquire: KEYS the spec's acqKeys; ARGV the token, the ttl in ms, the waiter's name ("" for
+//     none), its score, polite ("1" or ""), its previous name ("" for none), then the spec's extra. Returns {0} when the node refused,
 //     {1} when it granted (with fencing {1, counter, seconds, microseconds}).
 //   - extend: KEYS the spec's extKeys; ARGV the token and the new ttl in ms. Returns 1 when
 //     extended, 0 when not held under the token.
 //   - release: KEYS the spec's relKeys; ARGV the token, the channel to announce the release on
-//     ("" for none: a roll-back) and the waiter that acquired (may be absent). Returns 1 when
-//     it was held under the token, else 0.
-//   - abandon, when set: KEYS the spec's acqKeys; ARGV the waiter and the channel. Run on every
-//     node when a waiting call gives up, to undo what its attempts left there for others.
+//     ("" for none: a roll-back) and the name of the waiter that acquired (may be absent); a
+//     queued kind's roll-back passes the channel, "" and "1" (quiet: see release.lua).
+//     Returns 1 when it was held under the token, else 0.
+//   - abandon, when set: KEYS the spec's acqKeys; ARGV the waiter's name, the channel and the
+//     name again. Run on every node when a waiting call gives up, to undo what its attempts left
+//     there for others.
 type kind struct {
 	name  string // in logs
 	label Kind   // in an Observer's reports
@@ -88,11 +90,13 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 	stored, script, need := s.stored, s.acquire, s.need
 	var keys []string // the acquire script's; nil for a plain SET NX PX
 	var args []any
+	var name any = "" // the waiter's, boxed once
 	if !s.plain || w != nil {
 		keys = s.acqKeys
-		args = append([]any{token, strconv.FormatInt(ttl.Milliseconds(), 10), "", "", ""}, s.extra...)
+		args = append([]any{token, strconv.FormatInt(ttl.Milliseconds(), 10), "", "", "", ""}, s.extra...)
 		if w != nil {
-			args[2], args[3] = w.id, w.score
+			name, args[5] = c.wake.sending(w, c.clock.Now())
+			args[2], args[3] = name, w.score
 		}
 		if polite && s.queued {
 			args[4] = "1"
@@ -121,11 +125,7 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 	}
 	if granted {
 		l := &Lock{c: c, spec: *s, token: token, fence: fence, acquired: now, until: until, pending: out.Pending}
-		var waiter any = ""
-		if w != nil {
-			waiter = w.id
-		}
-		l.relArgs = []any{value, c.announce, waiter}
+		l.relArgs = []any{value, c.announce, name}
 		drain(c, r, out, cancel, func(rep quorum.Reply[grant]) { l.late(ctx, rep, ttl) })
 		decided(c, ctx, out, now.Sub(start), nil)
 		return l, attemptResult{}
@@ -141,7 +141,13 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 	// Roll back: release wherever our acquisition may have landed, that is everywhere but the
 	// nodes that clearly said no; a node still in flight is released once its reply is in.
 	votes := 0
-	undo := undo{script: s.release, keys: s.relKeys, args: []any{value, ""}} // not announced
+	// A mutex's roll-back hands the key over to the waiter first in its queue, if that one
+	// takes hand-overs, but wakes nobody (release.lua): a woken waiter's attempt could fail and
+	// roll back in turn, and wake the first again.
+	undo := undo{script: s.release, keys: s.relKeys, args: []any{value, ""}}
+	if s.queued {
+		undo.args = []any{value, c.announce, "", "1"}
+	}
 	for _, rep := range out.Replies {
 		if rep.Err == nil {
 			votes++
@@ -280,9 +286,10 @@ func (c *Client) abandon(ctx context.Context, s *spec, w *waiter) {
 		return
 	}
 	defer c.leave()
-	script, keys, id := s.abandon, s.acqKeys, w.id // not s: it would escape to the heap
+	id, _, _ := c.wake.handed(w)
+	script, keys := s.abandon, s.acqKeys // not s: it would escape to the heap
 	ask(c, context.WithoutCancel(ctx), c.nodeTimeout, len(c.nodes), func(ctx context.Context, i int) (struct{}, error) {
-		return struct{}{}, script.Run(ctx, c.nodes[i], keys, id, c.channel).Err()
+		return struct{}{}, script.Run(ctx, c.nodes[i], keys, id, c.channel, id).Err()
 	})
 }
 

@@ -218,8 +218,8 @@ func TestRealServersHandOffByAnnouncement(t *testing.T) {
 	if why.why["timer"] != 0 {
 		t.Fatalf("%d hand-offs waited for the fallback timer: %v", why.why["timer"], why.why)
 	}
-	if why.why["release announced"] == 0 {
-		t.Fatalf("no hand-off came from an announcement: %v", why.why)
+	if why.why["hand-over"] == 0 {
+		t.Fatalf("no release handed the key over: %v", why.why)
 	}
 }
 

@@ -52,8 +52,9 @@ func (l *Lock) Keys() []string {
 	return []string{l.key}
 }
 
-// Token returns the value stored under the key on the nodes: 128 random bits, base64url,
-// new for every acquisition.
+// Token returns the value stored under the key on the nodes, new for every acquisition: 128
+// random bits, base64url, or for a lock that was handed over by releases (see Client.Lock)
+// the waiter's name, the Client's random id followed by a counter and the ttl.
 func (l *Lock) Token() string { return l.token }
 
 // Fence returns the lock's fencing token, or 0 unless the Client was made WithFencing and the
@@ -277,9 +278,9 @@ func (l *Lock) unlock(ctx context.Context) error {
 	out := r.Decide(l.need, callCtx.Done(), nil)
 	drain(c, r, out, cancel, nil)
 	// This Client's own waiters need not wait for the announcement.
-	c.wake.notify(l.stored)
+	c.wake.notify(-1, l.stored)
 	for _, k := range l.more {
-		c.wake.notify(k)
+		c.wake.notify(-1, k)
 	}
 	var err error
 	if !out.Quorum {

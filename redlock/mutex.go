@@ -13,8 +13,8 @@ import (
 // The mutex: the key stored as a plain string whose value is the token, SET NX PX when nobody
 // waits, and the acquire script for a waiter in the key's queue or with fencing.
 var (
-	mutexKind  = &kind{name: "lock", label: KindMutex, plain: true, queued: true, acquire: acquireScript, extend: extendScript, release: releaseScript}
-	fencedKind = &kind{name: "lock", label: KindMutex, queued: true, fenced: true, acquire: acquireScript, extend: extendScript, release: releaseScript}
+	mutexKind  = &kind{name: "lock", label: KindMutex, plain: true, queued: true, acquire: acquireScript, extend: extendScript, release: releaseScript, abandon: releaseScript}
+	fencedKind = &kind{name: "lock", label: KindMutex, queued: true, fenced: true, acquire: acquireScript, extend: extendScript, release: releaseScript, abandon: releaseScript}
 )
 
 // mutex returns the spec of a Lock of key: its acquire script's KEYS are the stored key, its
@@ -32,18 +32,26 @@ func (c *Client) mutex(key string) spec {
 //
 // It does not poll. After a failed attempt, the Client's waiters for one key queue behind each
 // other, so that only one of them contends with other processes at a time. That one's attempts
-// put it in the key's queue on the nodes (see WithKeyPrefix for the key names); Unlock
-// announces a release on every node, naming the waiter first in that node's queue to that
-// waiter's Client (one subscription per node serves the whole Client), and the waiter named
-// alone tries again at once. A Lock call for a key the Client waited for lately does not cut
-// ahead of the queue either: its first attempt joins it when another waiter heads it. So
-// waiters of different processes are served in the order they began waiting, and a release
-// does not wake them all to split the nodes between them. A jittered timer (WithRetryDelay)
-// is the fallback for lost announcements, for waiters not named (one that gave up or crashed
-// is named once, then dropped from the queue) and for locks that expire instead of being
-// released. When an attempt still lost a split vote (it won some nodes, another process won
-// others, nobody a majority), the contender that won more nodes retries first, so that they
-// do not collide again.
+// put it in the key's queue on the nodes (see WithKeyPrefix for the key names). Unlock then
+// hands the key over on every node to the waiter first in that node's queue: the node sets the
+// key to that waiter's name for the waiter's ttl and tells the waiter's Client (one
+// subscription per node serves the whole Client). The waiter holds the lock once a quorum of
+// nodes told it so, without a round trip of its own, and its validity counts from the attempt
+// that put it in the queue; after a wait longer than a quarter of the ttl it takes the key over
+// with one more attempt instead, for a full validity. A node hands the key only to a waiter
+// whose Client still listens there, so a crashed process is passed over; a waiter that gives
+// up hands on what it was given (one whose Client was closed leaves it to expire with its ttl,
+// as a crashed holder does). On Redis Cluster nodes and WithFencing, the release wakes
+// the waiter named instead, which tries again at once.
+//
+// A Lock call for a key the Client waited for lately does not cut ahead of the queue either:
+// its first attempt joins it when another waiter heads it. So waiters of different processes
+// are served in the order they began waiting, and a release does not wake them all to split
+// the nodes between them. A jittered timer (WithRetryDelay) is the fallback for lost
+// announcements, for a hand-over that reached less than a quorum, and for locks that expire
+// instead of being released. When an attempt still lost a split vote (it won some nodes,
+// another process won others, nobody a majority), the contender that won more nodes retries
+// first, so that they do not collide again.
 //
 // On failure the error wraps ErrNotAcquired, the last attempt's *NodeError for each node that
 // did not say yes, and ctx.Err() or ErrClosed when that is what ended the wait.

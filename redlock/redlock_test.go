@@ -107,6 +107,12 @@ func TestBadInputSendsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// TryLock returned at a quorum: let the last node's SET land before counting.
+	for _, m := range ms {
+		for !m.Exists("k") {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	before := commands(ms)
 	if err := l.Extend(ctx, 0); err == nil {
 		t.Error("Extend(0) succeeded")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	mrand "math/rand/v2"
 	"time"
+
+	"github.com/quorumlock/redlock/clock"
 )
 
 // lock checks s's key and ttl, then acquires what s says, waiting: the Lock of every primitive.
@@ -38,11 +40,22 @@ func (c *Client) acquire(ctx context.Context, s *spec, ttl time.Duration, call C
 		return nil, err
 	}
 	// What this Client waited for lately is likely to have waiters in other processes: then
-	// even the first attempt is made as a waiter that does not cut ahead of them.
+	// even the first attempt is made as a waiter that does not cut ahead of them, and one that
+	// listens for releases already, so that a release after the attempt is heard.
 	var w *waiter
+	heard := false // w listened while its last attempt was made
 	busy, polite := c.queue.state(s.stored, c.clock.Now())
 	if polite {
-		w = c.newWaiter(s)
+		w = c.newWaiter(s, ttl)
+		if c.wake.join(w) == nil {
+			return nil, errors.Join(ErrNotAcquired, ErrClosed)
+		}
+		defer c.wake.leave(w)
+		select {
+		case <-w.ready:
+			heard = true
+		default: // the Client's first wait: its subscriptions are being made
+		}
 	}
 	a := attemptResult{err: ErrNotAcquired}
 	if !busy { // else this Client's waiters came first: queue behind them
@@ -57,18 +70,18 @@ func (c *Client) acquire(ctx context.Context, s *spec, ttl time.Duration, call C
 	} else {
 		// Its turn comes from a waiter of this Client, which may still head the queue while
 		// its release is in flight: a polite attempt would wait behind it for nothing.
-		polite = false
+		polite, heard = false, false
 	}
 	c.waiting(ctx, call, true)
-	l, err := c.wait(ctx, s, ttl, w, polite, a)
+	l, err := c.wait(ctx, s, ttl, w, polite, heard, a)
 	c.waiting(ctx, call, false)
 	return l, err
 }
 
 // wait is acquire after a failed attempt a: take this Client's turn for s, listen for releases
 // and try again when one is heard, or when the timer says so. w is the waiter of the attempts
-// so far, if any.
-func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter, polite bool, a attemptResult) (l *Lock, err error) {
+// so far, if any; heard, that it listened while a was made, so that a release since is heard.
+func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter, polite, heard bool, a attemptResult) (l *Lock, err error) {
 	defer func() {
 		if err != nil && w != nil {
 			c.abandon(ctx, s, w)
@@ -80,27 +93,31 @@ func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter
 	defer c.queue.give(s.stored)
 	defer func() { c.queue.mark(s.stored, c.clock.Now().Add(ttl)) }()
 	if w == nil {
-		w = c.newWaiter(s)
+		w = c.newWaiter(s, ttl)
+		if c.wake.join(w) == nil {
+			return nil, errors.Join(a.err, ErrClosed)
+		}
+		defer c.wake.leave(w)
 	}
-	ready := c.wake.join(w)
-	if ready == nil {
-		return nil, errors.Join(a.err, ErrClosed)
-	}
-	defer c.wake.leave(w)
-	if err := c.await(ctx, ready, c.nodeTimeout); err != nil {
-		return nil, errors.Join(a.err, err)
+	if !heard {
+		if err := c.await(ctx, w.ready, c.nodeTimeout); err != nil {
+			return nil, errors.Join(a.err, err)
+		}
 	}
 	how, splits := "queued", 0
-	for {
-		// Listening now, so a release after this attempt is heard. Only a waiter woken by
-		// its name or by the timer takes the key ahead of others in the queue.
-		l, a := c.attempt(ctx, s, ttl, w, polite && how == "queued")
-		if l != nil {
-			c.log.DebugContext(ctx, "redlock: acquired", "kind", s.name, "key", s.key, "after", how)
-			return l, nil
-		}
-		if ctx.Err() != nil || errors.Is(a.err, ErrClosed) {
-			return nil, a.err
+	for try := !heard; ; try = true {
+		if try {
+			// Listening now, so a release after this attempt is heard. Only a waiter woken
+			// by its name or by the timer takes the key ahead of others in the queue.
+			var l *Lock
+			l, a = c.attempt(ctx, s, ttl, w, polite && how == "queued")
+			if l != nil {
+				c.log.DebugContext(ctx, "redlock: acquired", "kind", s.name, "key", s.key, "after", how)
+				return l, nil
+			}
+			if ctx.Err() != nil || errors.Is(a.err, ErrClosed) {
+				return nil, a.err
+			}
 		}
 		delay := c.retryDelay()
 		how = "timer"
@@ -117,19 +134,55 @@ func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter
 			splits++
 		}
 		t := c.clock.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-w.wake:
-			t.Stop()
-			how, splits = "release announced", 0
-		case <-ctx.Done():
-			t.Stop()
-			return nil, errors.Join(a.err, ctx.Err())
-		case <-c.done:
-			t.Stop()
-			return nil, errors.Join(a.err, ErrClosed)
+	listen:
+		for {
+			select {
+			case <-t.C:
+				break listen
+			case <-w.wake:
+				l, handed := c.handedOver(ctx, s, w, ttl)
+				if l != nil {
+					t.Stop()
+					c.log.DebugContext(ctx, "redlock: acquired", "kind", s.name, "key", s.key, "after", "hand-over")
+					return l, nil
+				}
+				if handed > 0 {
+					continue // the other nodes' announcements are on their way; else the timer
+				}
+				t.Stop()
+				how, splits = "release announced", 0
+				break listen
+			case <-ctx.Done():
+				t.Stop()
+				return nil, errors.Join(a.err, ctx.Err())
+			case <-c.done:
+				t.Stop()
+				return nil, errors.Join(a.err, ErrClosed)
+			}
 		}
 	}
+}
+
+// handedOver returns the lock when a quorum of nodes handed s's key to w's name, as a Lock
+// with that name for its token. Its validity counts from the attempt that sent the name, since
+// every node handed the key over after that, for ttl; when that leaves less than 3/4 of the
+// ttl, it returns nil so that an attempt takes the key over with a validity from now. Else it
+// returns how many nodes handed the key to w so far.
+func (c *Client) handedOver(ctx context.Context, s *spec, w *waiter, ttl time.Duration) (*Lock, int) {
+	name, since, handed := c.wake.handed(w)
+	if handed < s.need {
+		return nil, handed
+	}
+	now := c.clock.Now()
+	if now.Sub(since) > ttl/4 {
+		return nil, 0
+	}
+	l := &Lock{c: c, spec: *s, token: name, acquired: now, until: clock.Deadline(since, ttl, c.driftFactor)}
+	l.relArgs = []any{name, c.announce, name}
+	if c.observer != nil {
+		c.observer.Round(ctx, Round{Outcome: OutcomeOK, Votes: handed, Elapsed: now.Sub(since)})
+	}
+	return l, handed
 }
 
 // minSplitUnit is the least pause unit after a split vote, and the least time a failed attempt

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,23 +24,82 @@ type releases struct {
 	count     int           // nodes that confirmed the subscription
 	ready     chan struct{} // closed when a quorum of nodes (or the one cluster) confirmed it
 	waiters   map[string]map[*waiter]struct{}
+	names     map[string]*waiter // the waiters by their names
 }
 
 // A waiter is one Lock-like call waiting for a key (stored form) to be released, or any of
 // several (LockAll). A mutex's attempts put it in the key's queue on the nodes, and a release
 // names the waiter first in its node's queue: only that waiter is woken, so that the others do
 // not all contend for the key at once. Other releases name nobody and wake every waiter.
+//
+// A mutex's waiter on nodes that are not Redis Clusters takes hand-overs: its name carries its
+// ttl, and a release sets the key to that name on its node rather than delete it (release.lua).
+// The waiter holds the lock once a quorum of nodes announced that they handed it the key, with
+// no attempt of its own. Its name changes with every attempt after its first, so that what a
+// node announced to an older name is never counted: that attempt takes over what was handed to
+// the previous name, or rolls it back.
 type waiter struct {
 	keys  []string
-	id    string        // its name in the queue: the Client's id, a dot and a number
-	score string        // its place in the queue: when it began waiting, in Unix microseconds
-	wake  chan struct{} // one pending wake-up is enough
+	score string          // its place in the queue: when it began waiting, in Unix microseconds
+	ttl   string          // in ms, for a waiter that takes hand-overs; else ""
+	wake  chan struct{}   // one pending wake-up is enough
+	ready <-chan struct{} // set by join: closed once releases are heard
+
+	// Guarded by the Client's releases.mu once joined.
+	id     string    // its name in the queue: the Client's id, a dot, a number[, a dot, ttl]
+	sent   bool      // id went out in an attempt
+	since  time.Time // when that attempt began: a node handed the key to id after it
+	handed []bool    // the nodes that announced handing the key to id
+	count  int       // how many of them
 }
 
-// newWaiter returns a waiter for what s acquires, placed in the queue as of now.
-func (c *Client) newWaiter(s *spec) *waiter {
+// newWaiter returns a waiter for what s acquires for ttl, placed in the queue as of now.
+func (c *Client) newWaiter(s *spec, ttl time.Duration) *waiter {
+	w := &waiter{keys: s.wakeKeys(), score: strconv.FormatInt(c.clock.Now().UnixMicro(), 10), wake: make(chan struct{}, 1)}
+	if s.kind == mutexKind && c.clusterNode < 0 && !c.tagged {
+		w.ttl = strconv.FormatInt(ttl.Milliseconds(), 10)
+		w.handed = make([]bool, len(c.nodes))
+	}
+	w.id = c.waiterName(w)
+	return w
+}
+
+// waiterName returns a new name for w.
+func (c *Client) waiterName(w *waiter) string {
 	id := c.id + "." + strconv.FormatUint(c.waiters.Add(1), 10)
-	return &waiter{keys: s.wakeKeys(), id: id, score: strconv.FormatInt(c.clock.Now().UnixMicro(), 10), wake: make(chan struct{}, 1)}
+	if w.ttl != "" {
+		id += "." + w.ttl
+	}
+	return id
+}
+
+// sending returns the name w's attempt beginning now sends, and the previous name it replaces
+// ("" for none): a waiter that takes hand-overs takes a new name for each attempt after its
+// first, and forgets what was handed to the old one.
+func (r *releases) sending(w *waiter, now time.Time) (name, prev string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w.sent && w.ttl == "" {
+		return w.id, ""
+	}
+	if w.sent {
+		prev = w.id
+		delete(r.names, prev)
+		w.id = r.c.waiterName(w)
+		r.names[w.id] = w
+		clear(w.handed)
+		w.count = 0
+	}
+	w.sent, w.since = true, now
+	return w.id, prev
+}
+
+// handed returns w's name, when the attempt that sent it began, and how many nodes announced
+// handing the key to it.
+func (r *releases) handed(w *waiter) (name string, since time.Time, count int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return w.id, w.since, w.count
 }
 
 // join registers w and returns a channel that is closed once releases will be heard from a
@@ -60,24 +120,28 @@ func (r *releases) join(w *waiter) <-chan struct{} {
 		r.confirmed = make([]bool, len(c.listen))
 		r.ready = make(chan struct{})
 		r.waiters = make(map[string]map[*waiter]struct{})
+		r.names = make(map[string]*waiter)
 		for i, n := range c.listen {
 			ps := n.Subscribe(context.Background()) // no channel yet: no I/O under the lock
 			r.subs[i] = ps
 			c.bg.Go(func() { r.receive(i, ps) })
 		}
 	}
+	r.names[w.id] = w
 	for _, k := range w.keys {
 		if r.waiters[k] == nil {
 			r.waiters[k] = make(map[*waiter]struct{})
 		}
 		r.waiters[k][w] = struct{}{}
 	}
+	w.ready = r.ready
 	return r.ready
 }
 
 func (r *releases) leave(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	delete(r.names, w.id)
 	for _, k := range w.keys {
 		delete(r.waiters[k], w)
 		if len(r.waiters[k]) == 0 {
@@ -115,7 +179,7 @@ func (r *releases) receive(i int, ps *redis.PubSub) {
 				r.confirm(i)
 			}
 		case *redis.Message:
-			r.notify(m.Payload)
+			r.notify(i, m.Payload)
 		}
 	}
 }
@@ -132,26 +196,45 @@ func (r *releases) confirm(i int) {
 	}
 }
 
-// notify wakes the waiters for a released key. A message from a node is the key, a newline and
-// the waiter the node named (see release.lua): only that one is woken, unless nobody is named.
-func (r *releases) notify(msg string) {
+// notify wakes the waiters for a released key. A message from node i (the releases list index;
+// -1 for the Client's own Unlock) is the key, a newline and the waiter the node named (see
+// release.lua): only that one is woken, unless nobody is named. A message that ends in a
+// newline and "handed" tells that node i handed the key to the waiter named. The Client's own Unlock wakes only waiters that take no
+// hand-overs: the others are named by the nodes.
+func (r *releases) notify(i int, msg string) {
+	msg, handed := strings.CutSuffix(msg, "\nhanded")
 	key, next := msg, ""
-	if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
-		key, next = msg[:i], msg[i+1:]
+	if j := strings.LastIndexByte(msg, '\n'); j >= 0 {
+		key, next = msg[:j], msg[j+1:]
 	}
 	if r.c.tagged { // "{tag}" + the stored key, as the vote stored it
 		key = key[strings.IndexByte(key, '}')+1:]
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if next != "" {
+		w := r.names[next]
+		if w == nil {
+			return
+		}
+		if handed && w.ttl != "" && i >= 0 && !w.handed[i] {
+			w.handed[i] = true
+			w.count++
+		}
+		wakeUp(w)
+		return
+	}
 	for w := range r.waiters[key] {
-		if next != "" && w.id != next {
-			continue
+		if i >= 0 || w.ttl == "" {
+			wakeUp(w)
 		}
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+	}
+}
+
+func wakeUp(w *waiter) {
+	select {
+	case w.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -1,0 +1,181 @@
+package redlock_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// A release hands the key over to the first waiter in the queue only while that waiter is
+// still there: one whose Client stopped listening (a crashed process, here a closed Client)
+// is passed over, and one that gave up left the queue. Either way the next waiter gets the key
+// at once, not after the first one's ttl (a minute) and not by its timer (an hour).
+func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
+	ss := redistest.StartN(t, 3)
+	addrs := redistest.Addrs(ss)
+	nodes := redistest.Clients(t, addrs...)
+	ctx := context.Background()
+	newClient := func() *redlock.Client {
+		c, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithRetryDelay(time.Hour, time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// queued waits until n waiters are in key's queue on every node.
+	queued := func(key string, n int64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			all := true
+			for _, node := range nodes {
+				if got, _ := node.ZCard(ctx, "queue:{"+key+"}").Result(); got != n {
+					all = false
+				}
+			}
+			if all {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d waiters never queued for %q", n, key)
+			}
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		// leave makes the first waiter go, given its Client and the cancel of its Lock call.
+		leave func(c *redlock.Client, cancel context.CancelFunc)
+	}{
+		{"its Client closed", func(c *redlock.Client, _ context.CancelFunc) { c.Close() }},
+		{"it gave up", func(_ *redlock.Client, cancel context.CancelFunc) { cancel() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "handover-" + strings.ReplaceAll(tc.name, " ", "-")
+			held, err := newClient().Lock(ctx, key, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, second := newClient(), newClient()
+			firstCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			firstDone := make(chan error, 1)
+			go func() {
+				_, err := first.Lock(firstCtx, key, time.Minute)
+				firstDone <- err
+			}()
+			queued(key, 1)
+			type result struct {
+				l   *redlock.Lock
+				err error
+			}
+			secondDone := make(chan result, 1)
+			go func() {
+				l, err := second.Lock(ctx, key, 10*time.Second)
+				secondDone <- result{l, err}
+			}()
+			queued(key, 2)
+			tc.leave(first, cancel)
+			if err := <-firstDone; err == nil {
+				t.Fatal("the first waiter acquired the lock while it was held")
+			}
+			if err := held.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case r := <-secondDone:
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				// The key holds the second waiter's token on every node.
+				for i, node := range nodes {
+					if v, err := node.Get(ctx, key).Result(); err != nil || v != r.l.Token() {
+						t.Errorf("node %d holds %q (%v), not the second waiter's token %q", i, v, err, r.l.Token())
+					}
+				}
+				if err := r.l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the second waiter did not get the key")
+			}
+			// Unlock returned at a quorum; the last node's release follows.
+			for i, node := range nodes {
+				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+					n, err := node.Exists(ctx, key).Result()
+					if err == nil && n == 0 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("node %d still has the key after the last Unlock (%d, %v)", i, n, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A lock that was handed over extends, is resumed by its token from another Client, and
+// excludes TryLock until it is released.
+func TestRealServersHandedOverLockExtendsAndResumes(t *testing.T) {
+	ss := redistest.StartN(t, 3)
+	addrs := redistest.Addrs(ss)
+	ctx := context.Background()
+	var cs []*redlock.Client
+	for range 3 {
+		c, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithRetryDelay(time.Hour, time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		cs = append(cs, c)
+	}
+	held, err := cs[0].Lock(ctx, "baton", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *redlock.Lock, 1)
+	go func() {
+		l, err := cs[1].Lock(ctx, "baton", 10*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	time.Sleep(100 * time.Millisecond) // it failed its first attempt and is queued
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l := <-got
+	if l == nil {
+		return
+	}
+	if !strings.Contains(l.Token(), ".") {
+		t.Fatalf("token %q: the lock was not handed over", l.Token())
+	}
+	if left := time.Until(l.Until()); left < 9*time.Second || left > 10*time.Second {
+		t.Fatalf("handed over with %v of validity left, 1 s after the wait began", left)
+	}
+	if err := l.Extend(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[2].TryLock(ctx, "baton", time.Second); err == nil {
+		t.Fatal("TryLock took a handed-over lock")
+	}
+	r, err := cs[2].Resume(ctx, "baton", l.Token(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l2, err := cs[2].TryLock(ctx, "baton", time.Second); err != nil {
+		t.Fatal(err)
+	} else {
+		l2.Unlock(ctx)
+	}
+}
