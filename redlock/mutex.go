@@ -42,7 +42,8 @@ func (c *Client) mutex(key string) spec {
 // whose Client still listens there, so a crashed process is passed over; a waiter that gives
 // up hands on what it was given (one whose Client was closed leaves it to expire with its ttl,
 // as a crashed holder does). On Redis Cluster nodes and WithFencing, the release wakes
-// the waiter named instead, which tries again at once.
+// the waiter named instead, which tries again at once; so does a waiter whose turn follows a
+// holder of its own Client, woken by that holder's Unlock.
 //
 // A Lock call for a key the Client waited for lately does not cut ahead of the queue either:
 // its first attempt joins it when another waiter heads it. So waiters of different processes

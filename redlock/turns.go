@@ -17,6 +17,7 @@ type turns struct {
 type turn struct {
 	token chan struct{} // holds one value while nobody's turn is running
 	refs  int           // waiters holding or waiting for the turn
+	last  *Lock         // what the last turn acquired, if anything
 }
 
 // state reports, as of now, whether some of the Client's waiters are queued for key (busy: a
@@ -46,8 +47,9 @@ func (q *turns) mark(key string, until time.Time) {
 	q.recent[key] = until
 }
 
-// take waits for key's turn; give must follow when it returns nil.
-func (q *turns) take(ctx context.Context, key string, done <-chan struct{}) error {
+// take waits for key's turn and returns what the last turn acquired, if anything; give must
+// follow when it returns no error.
+func (q *turns) take(ctx context.Context, key string, done <-chan struct{}) (*Lock, error) {
 	q.mu.Lock()
 	if q.keys == nil {
 		q.keys = make(map[string]*turn)
@@ -63,20 +65,23 @@ func (q *turns) take(ctx context.Context, key string, done <-chan struct{}) erro
 
 	select {
 	case <-t.token:
-		return nil
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return t.last, nil
 	case <-ctx.Done():
 		q.drop(key, t)
-		return ctx.Err()
+		return nil, ctx.Err()
 	case <-done:
 		q.drop(key, t)
-		return ErrClosed
+		return nil, ErrClosed
 	}
 }
 
-// give ends the turn taken for key.
-func (q *turns) give(key string) {
+// give ends the turn taken for key, which acquired l (nil for nothing).
+func (q *turns) give(key string, l *Lock) {
 	q.mu.Lock()
 	t := q.keys[key]
+	t.last = l
 	q.mu.Unlock()
 	t.token <- struct{}{}
 	q.drop(key, t)

@@ -87,10 +87,11 @@ func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter
 			c.abandon(ctx, s, w)
 		}
 	}()
-	if err := c.queue.take(ctx, s.stored, c.done); err != nil {
+	last, err := c.queue.take(ctx, s.stored, c.done)
+	if err != nil {
 		return nil, errors.Join(a.err, err)
 	}
-	defer c.queue.give(s.stored)
+	defer func() { c.queue.give(s.stored, l) }()
 	defer func() { c.queue.mark(s.stored, c.clock.Now().Add(ttl)) }()
 	if w == nil {
 		w = c.newWaiter(s, ttl)
@@ -103,6 +104,13 @@ func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter
 		if err := c.await(ctx, w.ready, c.nodeTimeout); err != nil {
 			return nil, errors.Join(a.err, err)
 		}
+	}
+	if last != nil {
+		// The last turn acquired the key: this Client's waiters take turns behind each other,
+		// and its Unlock, likely imminent, races this waiter's attempts on the nodes. Handed
+		// over on some nodes and taken by an attempt on the others, the waiter would hold
+		// neither a quorum: it is woken by the Unlock instead, and tries again.
+		c.wake.wakeOnly(w)
 	}
 	how, splits := "queued", 0
 	for try := !heard; ; try = true {

@@ -94,6 +94,20 @@ func (r *releases) sending(w *waiter, now time.Time) (name, prev string) {
 	return w.id, prev
 }
 
+// wakeOnly makes w a waiter that takes no hand-overs, before it sent its name: one whose
+// Client holds the key already is woken by that Client's Unlock and tries again (see wait).
+func (r *releases) wakeOnly(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w.ttl == "" || w.sent {
+		return
+	}
+	delete(r.names, w.id)
+	w.ttl, w.handed = "", nil
+	w.id = r.c.waiterName(w)
+	r.names[w.id] = w
+}
+
 // handed returns w's name, when the attempt that sent it began, and how many nodes announced
 // handing the key to it.
 func (r *releases) handed(w *waiter) (name string, since time.Time, count int) {
@@ -199,8 +213,7 @@ func (r *releases) confirm(i int) {
 // notify wakes the waiters for a released key. A message from node i (the releases list index;
 // -1 for the Client's own Unlock) is the key, a newline and the waiter the node named (see
 // release.lua): only that one is woken, unless nobody is named. A message that ends in a
-// newline and "handed" tells that node i handed the key to the waiter named. The Client's own Unlock wakes only waiters that take no
-// hand-overs: the others are named by the nodes.
+// newline and "handed" tells that node i handed the key to the waiter named.
 func (r *releases) notify(i int, msg string) {
 	msg, handed := strings.CutSuffix(msg, "\nhanded")
 	key, next := msg, ""
@@ -225,9 +238,7 @@ func (r *releases) notify(i int, msg string) {
 		return
 	}
 	for w := range r.waiters[key] {
-		if i >= 0 || w.ttl == "" {
-			wakeUp(w)
-		}
+		wakeUp(w)
 	}
 }
 
