@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -29,14 +28,12 @@ type batcher struct {
 	free  []*batchCall    // calls to reuse
 }
 
-// A batchCall is one call waiting in a batcher's queue: SET NX PX, or EVALSHA or EVAL.
+// A batchCall is one call waiting in a batcher's queue: Do, or EVALSHA or EVAL.
 type batchCall struct {
 	ctx    context.Context
-	setnx  bool
+	do     bool   // Do's args, rather than a script's
 	sha    bool   // EVALSHA rather than EVAL
-	script string // the script or its SHA1, or the key of SET NX
-	value  any
-	exp    time.Duration
+	script string // the script or its SHA1
 	keys   []string
 	args   []any
 
@@ -75,8 +72,8 @@ func (b *batcher) recycle(c *batchCall) {
 // add puts the call on the pipeline.
 func (c *batchCall) add(p redis.Pipeliner) redis.Cmder {
 	switch {
-	case c.setnx:
-		return p.SetNX(c.ctx, c.script, c.value, c.exp)
+	case c.do:
+		return p.Do(c.ctx, c.args...)
 	case c.sha:
 		return p.EvalSha(c.ctx, c.script, c.keys, c.args...)
 	default:
@@ -167,20 +164,14 @@ func (b *batcher) send() {
 	b.next()
 }
 
-func (b *batcher) SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd {
+func (b *batcher) Do(ctx context.Context, args ...any) *redis.Cmd {
 	if b.enter() {
 		defer b.next()
-		return b.node.SetNX(ctx, key, value, expiration)
+		return b.node.Do(ctx, args...)
 	}
 	call := b.call()
-	call.setnx, call.script, call.value, call.exp = true, key, value, expiration
-	got, err := b.wait(ctx, call)
-	if err != nil {
-		cmd := redis.NewBoolCmd(ctx)
-		cmd.SetErr(err)
-		return cmd
-	}
-	return got.(*redis.BoolCmd)
+	call.do, call.args = true, args
+	return queuedCmd(b.wait(ctx, call))
 }
 
 func (b *batcher) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
@@ -190,7 +181,7 @@ func (b *batcher) EvalSha(ctx context.Context, sha1 string, keys []string, args 
 	}
 	call := b.call()
 	call.sha, call.script, call.keys, call.args = true, sha1, keys, args
-	return evalCmd(b.wait(ctx, call))
+	return queuedCmd(b.wait(ctx, call))
 }
 
 func (b *batcher) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
@@ -200,10 +191,11 @@ func (b *batcher) Eval(ctx context.Context, script string, keys []string, args .
 	}
 	call := b.call()
 	call.script, call.keys, call.args = script, keys, args
-	return evalCmd(b.wait(ctx, call))
+	return queuedCmd(b.wait(ctx, call))
 }
 
-func evalCmd(got redis.Cmder, err error) *redis.Cmd {
+// queuedCmd is the command of a queued call, or one that failed with the error wait returned.
+func queuedCmd(got redis.Cmder, err error) *redis.Cmd {
 	if err != nil {
 		cmd := redis.NewCmd(context.Background())
 		cmd.SetErr(err)

@@ -75,10 +75,19 @@ func stall(t *testing.T, b *batcher) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b.SetNX(context.Background(), "stall", "x", time.Minute)
+		setNX(context.Background(), b, "stall")
 	}()
 	waitFor(t, "the stalling call in flight", func() bool { return b.inFlight() })
 	return done
+}
+
+// setNX sets key to "token" for a minute through b, unless it exists, as an attempt does.
+func setNX(ctx context.Context, b *batcher, key string) (bool, error) {
+	err := b.Do(ctx, "set", key, "token", "px", time.Minute.Milliseconds(), "nx").Err()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func (b *batcher) inFlight() bool {
@@ -116,7 +125,7 @@ func TestBatcherSendsQueuedCallsTogetherInOrder(t *testing.T) {
 	for i := range 10 {
 		wg.Go(func() {
 			key := fmt.Sprint("k", i)
-			ok, err := b.SetNX(ctx, key, "token", time.Minute).Result()
+			ok, err := setNX(ctx, b, key)
 			if err == nil && !ok {
 				err = errors.New("not set")
 			}
@@ -159,13 +168,13 @@ func TestBatcherDropsAQueuedCallWhoseContextEnded(t *testing.T) {
 	done := stall(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, err := b.SetNX(ctx, "late", "x", time.Minute).Result()
+	_, err := setNX(ctx, b, "late")
 	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("SetNX with its context ended while queued: %v", err)
+		t.Fatalf("SET NX with its context ended while queued: %v", err)
 	}
 	close(gate)
 	<-done
-	if ok, err := b.SetNX(context.Background(), "after", "x", time.Minute).Result(); !ok || err != nil {
+	if ok, err := setNX(context.Background(), b, "after"); !ok || err != nil {
 		t.Fatalf("the next call: %v, %v", ok, err)
 	}
 	if m.Exists("late") {

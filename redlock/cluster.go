@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -97,8 +97,18 @@ func (v *vote) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
 	return v.cluster.ScriptLoad(ctx, script)
 }
 
-func (v *vote) SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd {
-	return v.cluster.SetNX(ctx, v.tag+key, value, expiration)
+// Do sends args with the vote's tag before every key: the key of SET, the keys of EVAL and
+// EVALSHA, the only commands the Client sends with Do.
+func (v *vote) Do(ctx context.Context, args ...any) *redis.Cmd {
+	tagged := slices.Clone(args)
+	first, n := 1, 1 // SET key ...
+	if name := args[0]; name == "evalsha" || name == "eval" {
+		first, n = 3, args[2].(int) // EVALSHA sha numkeys key ...
+	}
+	for i := first; i < first+n; i++ {
+		tagged[i] = v.tag + args[i].(string)
+	}
+	return v.cluster.Do(ctx, tagged...)
 }
 
 func (v *vote) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {

@@ -87,13 +87,18 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 	}
 	defer c.leave()
 	token := newToken() + s.suffix
-	stored, script, need := s.stored, s.acquire, s.need
-	var keys []string // the acquire script's; nil for a plain SET NX PX
-	var args []any
-	var name any = "" // the waiter's, boxed once
-	if !s.plain || w != nil {
-		keys = s.acqKeys
-		args = append([]any{token, strconv.FormatInt(ttl.Milliseconds(), 10), "", "", "", ""}, s.extra...)
+	var value any = token // boxed once, not once a node
+	var name any = ""     // the waiter's, boxed once
+	// The acquisition, the same for every node: SET NX PX, or the acquire script (then script).
+	var script *redis.Script
+	var cmd []any
+	if s.plain && w == nil {
+		cmd = []any{"set", s.stored, value, "px", ttl.Milliseconds(), "nx"}
+	} else {
+		script = s.acquire
+		cmd = evalsha(script, s.acqKeys, value, strconv.FormatInt(ttl.Milliseconds(), 10), "", "", "", "")
+		cmd = append(cmd, s.extra...)
+		args := cmd[3+len(s.acqKeys):]
 		if w != nil {
 			name, args[5] = c.wake.sending(w, c.clock.Now())
 			args[2], args[3] = name, w.score
@@ -102,14 +107,14 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 			args[4] = "1"
 		}
 	}
+	need := s.need
 
 	start := c.clock.Now()
 	until := clock.Deadline(start, ttl, c.driftFactor)
 	wait := min(c.nodeTimeout, until.Sub(start))
 	callCtx, cancel := context.WithTimeout(ctx, wait)
-	var value any = token // boxed once, not once a node
 	r := quorum.Start(callCtx, &c.bg, len(c.nodes), observed(c, NodeAcquire, func(ctx context.Context, i int) (grant, error) {
-		return c.acquireOn(ctx, i, script, stored, value, ttl, keys, args)
+		return c.acquireOn(ctx, i, script, cmd)
 	}))
 	out := r.Decide(need, callCtx.Done(), nil)
 	now := c.clock.Now()
@@ -119,7 +124,7 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 	var fenceErrs []error
 	if granted && s.fenced {
 		fence = fenceToken(out.Replies)
-		granted, fenceErrs = c.fenceRound(ctx, need, keys, token, fence, until)
+		granted, fenceErrs = c.fenceRound(ctx, need, s.acqKeys, token, fence, until)
 		now = c.clock.Now()
 		granted = granted && now.Before(until)
 	}
@@ -144,9 +149,9 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 	// A mutex's roll-back hands the key over to the waiter first in its queue, if that one
 	// takes hand-overs, but wakes nobody (release.lua): a woken waiter's attempt could fail and
 	// roll back in turn, and wake the first again.
-	undo := undo{script: s.release, keys: s.relKeys, args: []any{value, ""}}
+	undo := undo{script: s.release, cmd: evalsha(s.release, s.relKeys, value, "")}
 	if s.queued {
-		undo.args = []any{value, c.announce, "", "1"}
+		undo.cmd = evalsha(s.release, s.relKeys, value, c.announce, "", "1")
 	}
 	for _, rep := range out.Replies {
 		if rep.Err == nil {
@@ -189,16 +194,17 @@ type grant struct {
 	micros  uint64 // the node's TIME in microseconds
 }
 
-// acquireOn asks node i: a plain SET NX PX of stored when keys are nil, else the acquire script.
-func (c *Client) acquireOn(ctx context.Context, i int, script *redis.Script, stored string, token any, ttl time.Duration, keys []string, args []any) (grant, error) {
-	if keys == nil {
-		ok, err := c.nodes[i].SetNX(ctx, stored, token, ttl).Result()
-		if err == nil && !ok {
+// acquireOn sends cmd to node i: SET NX PX when script is nil, else script's EVALSHA (see
+// evalsha).
+func (c *Client) acquireOn(ctx context.Context, i int, script *redis.Script, cmd []any) (grant, error) {
+	if script == nil {
+		err := c.nodes[i].Do(ctx, cmd...).Err()
+		if errors.Is(err, redis.Nil) { // SET NX found the key
 			err = errTaken
 		}
 		return grant{}, err
 	}
-	vals, err := script.Run(ctx, c.nodes[i], keys, args...).Slice()
+	vals, err := run(ctx, c.nodes[i], script, cmd).Slice()
 	switch {
 	case err != nil:
 		return grant{}, err
@@ -245,17 +251,16 @@ func drain[T any](c *Client, r *quorum.Round[T], out quorum.Outcome[T], cancel c
 	})
 }
 
-// An undo is a release script with its keys and arguments: both are only read, so that one
-// serves every node of a round.
+// An undo is a release script and its EVALSHA (see evalsha), only read, so that one serves
+// every node of a round.
 type undo struct {
 	script *redis.Script
-	keys   []string
-	args   []any
+	cmd    []any
 }
 
 // run releases on one node.
 func (u undo) run(ctx context.Context, c *Client, node int) error {
-	n, err := u.script.Run(ctx, c.nodes[node], u.keys, u.args...).Int()
+	n, err := run(ctx, c.nodes[node], u.script, u.cmd).Int()
 	if err == nil && n == 0 {
 		err = errNotOwner
 	}
@@ -274,9 +279,35 @@ func (c *Client) rollback(ctx context.Context, node int, u undo, ttl time.Durati
 		c.replied(ctx, node, NodeRelease, start, err)
 	}
 	if err != nil && !errors.Is(err, errNotOwner) {
-		c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", node, "key", u.keys[0], "err", err)
+		c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", node, "key", u.cmd[3], "err", err)
 	}
 	return err
+}
+
+// evalsha returns the EVALSHA of script on keys with args, boxed once: one slice serves every
+// node of a round, where Script.Run would box the SHA1 and each key again for every node. The
+// slice is only read once made.
+func evalsha(script *redis.Script, keys []string, args ...any) []any {
+	cmd := make([]any, 0, 3+len(keys)+len(args))
+	cmd = append(cmd, "evalsha", script.Hash(), len(keys))
+	for _, k := range keys {
+		cmd = append(cmd, k)
+	}
+	return append(cmd, args...)
+}
+
+// run sends cmd, script's EVALSHA made by evalsha, to node, and the script itself (EVAL) when
+// the node does not have it yet, as Script.Run does.
+func run(ctx context.Context, node conn, script *redis.Script, cmd []any) *redis.Cmd {
+	r := node.Do(ctx, cmd...)
+	if err := r.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return r
+	}
+	keys := make([]string, cmd[2].(int))
+	for i := range keys {
+		keys[i] = cmd[3+i].(string)
+	}
+	return script.Eval(ctx, node, keys, cmd[3+len(keys):]...)
 }
 
 // abandon undoes, on every node, what a waiter's attempts left there for others (a writer's

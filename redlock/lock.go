@@ -29,6 +29,7 @@ type Lock struct {
 	relArgs []any
 
 	mu     sync.Mutex
+	relCmd []any // the release's EVALSHA, made from relArgs by the first releaserLocked
 	until  time.Time
 	ended  bool          // lost, or released by Unlock: final
 	lost   chan struct{} // made by the first Lost call; closed when ended
@@ -255,15 +256,15 @@ func (l *Lock) unlock(ctx context.Context) error {
 		ctx = context.WithoutCancel(ctx)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-	u := l.releaser()
-	call := observed(c, NodeRelease, func(ctx context.Context, i int) (struct{}, error) {
-		return struct{}{}, u.run(ctx, c, i)
-	})
 	start := c.clock.Now()
 	// A node whose acquisition reply is still in flight is released by late once the reply is
 	// in (a release sent now could overtake the SET): the first Unlock waits for that.
 	r := quorum.New[struct{}](len(c.nodes))
 	l.mu.Lock()
+	u := l.releaserLocked()
+	call := observed(c, NodeRelease, func(ctx context.Context, i int) (struct{}, error) {
+		return struct{}{}, u.run(ctx, c, i)
+	})
 	l.endLocked(true)
 	first := l.unlocking == nil
 	if first {
@@ -290,9 +291,14 @@ func (l *Lock) unlock(ctx context.Context) error {
 	return err
 }
 
-// releaser is Unlock's release on a node: announced, and taking the waiter that acquired out
-// of the queue.
-func (l *Lock) releaser() undo { return undo{script: l.release, keys: l.relKeys, args: l.relArgs} }
+// releaserLocked is Unlock's release on a node: announced, and taking the waiter that acquired
+// out of the queue. l.mu is held.
+func (l *Lock) releaserLocked() undo {
+	if l.relCmd == nil {
+		l.relCmd = evalsha(l.release, l.relKeys, l.relArgs...)
+	}
+	return undo{script: l.release, cmd: l.relCmd}
+}
 
 // late takes an acquisition reply that came after the lock was granted. If the lock has ended
 // since (a quick Unlock overtook the reply), the node may have taken the key after its release:
@@ -301,13 +307,17 @@ func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Durat
 	l.mu.Lock()
 	l.pending = slices.DeleteFunc(l.pending, func(i int) bool { return i == rep.Node })
 	ended, r := l.ended, l.unlocking
+	var u undo
+	if ended {
+		u = l.releaserLocked()
+	}
 	l.mu.Unlock()
 	if !ended {
 		return
 	}
 	err := errNotOwner
 	if !errors.Is(rep.Err, errTaken) {
-		err = l.c.rollback(ctx, rep.Node, l.releaser(), ttl)
+		err = l.c.rollback(ctx, rep.Node, u, ttl)
 	}
 	if r != nil { // else it ended by its validity or an Extend, not by Unlock
 		r.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})

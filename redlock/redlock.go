@@ -27,10 +27,12 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// conn is what the algorithm needs of one Redis master.
+// conn is what the algorithm needs of one Redis master. Do sends the commands of a Lock and
+// its Unlock, SET NX PX and EVALSHA, with their arguments boxed once for every node (see
+// evalsha); other scripts go through Scripter.
 type conn interface {
 	redis.Scripter
-	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+	Do(ctx context.Context, args ...any) *redis.Cmd
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
 
