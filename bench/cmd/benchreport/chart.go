@@ -51,8 +51,8 @@ func chart(r results) string {
 		{title: "1. Uncontended Lock+Unlock, serial: time/op (shorter is better)", bars: perImpl(caseSerial, "ns/op", 1, nsAsUS)},
 		{title: "1. Uncontended Lock+Unlock, parallel: time/op", bars: perImpl(caseParallel, "ns/op", 1, nsAsUS)},
 		{title: "2. One node 20 ms away: lock p99 (log scale)", log: true, bars: perImpl(caseSlow, "lock-p99-us", 1, us)},
-		{title: "3. Contended, 8 goroutines, one client: acquisitions/s (longer is better)", bars: perImpl(caseContended, "acq/s", 1, count)},
-		{title: "3. Contended, one client: wait p99 (log scale)", log: true, bars: perImpl(caseContended, "wait-p99-us", 1, us)},
+		{title: "3. Contended, 8 clients on one key: acquisitions/s (longer is better)", bars: perImpl(caseContended8, "acq/s", 1, count)},
+		{title: "3. Contended, 8 clients: wait p99 (log scale)", log: true, bars: perImpl(caseContended8, "wait-p99-us", 1, us)},
 		{title: "4. Serial Lock+Unlock on N nodes: time/op", bars: nodes},
 	}
 
