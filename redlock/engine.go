@@ -317,7 +317,7 @@ func (c *Client) abandon(ctx context.Context, s *spec, w *waiter) {
 		return
 	}
 	defer c.leave()
-	id, _, _ := c.wake.handed(w)
+	id, _, _, _ := c.wake.handed(w)
 	script, keys := s.abandon, s.acqKeys // not s: it would escape to the heap
 	ask(c, context.WithoutCancel(ctx), c.nodeTimeout, len(c.nodes), func(ctx context.Context, i int) (struct{}, error) {
 		return struct{}{}, script.Run(ctx, c.nodes[i], keys, id, c.channel, id).Err()

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,20 +29,19 @@ func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
 		return c
 	}
 	// queued waits until n waiters are in key's queue on every node.
-	queued := func(key string, n int64) {
+	queued := func(t *testing.T, key string, n int64) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			all := true
+			var got []int64
 			for _, node := range nodes {
-				if got, _ := node.ZCard(ctx, "queue:{"+key+"}").Result(); got != n {
-					all = false
-				}
+				c, _ := node.ZCard(ctx, "queue:{"+key+"}").Result()
+				got = append(got, c)
 			}
-			if all {
+			if slices.Min(got) == n && slices.Max(got) == n {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%d waiters never queued for %q", n, key)
+				t.Fatalf("%d waiters never queued for %q on every node: %v", n, key, got)
 			}
 		}
 	}
@@ -60,6 +60,13 @@ func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Lock returned at a quorum: let the last node's SET land, so that the waiters
+			// find the key held everywhere.
+			for _, node := range nodes {
+				for node.Get(ctx, key).Val() != held.Token() {
+					time.Sleep(time.Millisecond)
+				}
+			}
 			first, second := newClient(), newClient()
 			firstCtx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -68,7 +75,7 @@ func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
 				_, err := first.Lock(firstCtx, key, time.Minute)
 				firstDone <- err
 			}()
-			queued(key, 1)
+			queued(t, key, 1)
 			type result struct {
 				l   *redlock.Lock
 				err error
@@ -78,7 +85,7 @@ func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
 				l, err := second.Lock(ctx, key, 10*time.Second)
 				secondDone <- result{l, err}
 			}()
-			queued(key, 2)
+			queued(t, key, 2)
 			tc.leave(first, cancel)
 			if err := <-firstDone; err == nil {
 				t.Fatal("the first waiter acquired the lock while it was held")
@@ -91,10 +98,17 @@ func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
 				if r.err != nil {
 					t.Fatal(r.err)
 				}
-				// The key holds the second waiter's token on every node.
+				// A quorum handed the key over; the last node does so once the release the
+				// holder left in flight lands there.
 				for i, node := range nodes {
-					if v, err := node.Get(ctx, key).Result(); err != nil || v != r.l.Token() {
-						t.Errorf("node %d holds %q (%v), not the second waiter's token %q", i, v, err, r.l.Token())
+					for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+						v, err := node.Get(ctx, key).Result()
+						if err == nil && v == r.l.Token() {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("node %d holds %q (%v), not the second waiter's token %q", i, v, err, r.l.Token())
+						}
 					}
 				}
 				if err := r.l.Unlock(ctx); err != nil {

@@ -148,14 +148,14 @@ func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter
 			case <-t.C:
 				break listen
 			case <-w.wake:
-				l, handed := c.handedOver(ctx, s, w, ttl)
+				l, wait := c.handedOver(ctx, s, w, ttl)
 				if l != nil {
 					t.Stop()
 					c.log.DebugContext(ctx, "redlock: acquired", "kind", s.name, "key", s.key, "after", "hand-over")
 					return l, nil
 				}
-				if handed > 0 {
-					continue // the other nodes' announcements are on their way; else the timer
+				if wait {
+					continue // the other nodes' hand-overs are on their way; else the timer
 				}
 				t.Stop()
 				how, splits = "release announced", 0
@@ -175,22 +175,23 @@ func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter
 // with that name for its token. Its validity counts from the attempt that sent the name, since
 // every node handed the key over after that, for ttl; when that leaves less than 3/4 of the
 // ttl, it returns nil so that an attempt takes the key over with a validity from now. Else it
-// returns how many nodes handed the key to w so far.
-func (c *Client) handedOver(ctx context.Context, s *spec, w *waiter, ttl time.Duration) (*Lock, int) {
-	name, since, handed := c.wake.handed(w)
+// reports whether to wait for more hand-overs rather than try now: when some nodes handed the
+// key over and no release that handed nothing over woke w.
+func (c *Client) handedOver(ctx context.Context, s *spec, w *waiter, ttl time.Duration) (*Lock, bool) {
+	name, since, handed, freed := c.wake.handed(w)
 	if handed < s.need {
-		return nil, handed
+		return nil, handed > 0 && !freed
 	}
 	now := c.clock.Now()
 	if now.Sub(since) > ttl/4 {
-		return nil, 0
+		return nil, false
 	}
 	l := &Lock{c: c, spec: *s, token: name, acquired: now, until: clock.Deadline(since, ttl, c.driftFactor)}
 	l.relArgs = []any{name, c.announce, name}
 	if c.observer != nil {
 		c.observer.Round(ctx, Round{Outcome: OutcomeOK, Votes: handed, Elapsed: now.Sub(since)})
 	}
-	return l, handed
+	return l, false
 }
 
 // minSplitUnit is the least pause unit after a split vote, and the least time a failed attempt

@@ -51,6 +51,7 @@ type waiter struct {
 	since  time.Time // when that attempt began: a node handed the key to id after it
 	handed []bool    // the nodes that announced handing the key to id
 	count  int       // how many of them
+	freed  bool      // woken since handed last looked by a release that handed nothing over
 }
 
 // newWaiter returns a waiter for what s acquires for ttl, placed in the queue as of now.
@@ -108,12 +109,14 @@ func (r *releases) wakeOnly(w *waiter) {
 	r.names[w.id] = w
 }
 
-// handed returns w's name, when the attempt that sent it began, and how many nodes announced
-// handing the key to it.
-func (r *releases) handed(w *waiter) (name string, since time.Time, count int) {
+// handed returns w's name, when the attempt that sent it began, how many nodes announced
+// handing the key to it, and whether a release that handed nothing over woke it since the
+// last call.
+func (r *releases) handed(w *waiter) (name string, since time.Time, count int, freed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return w.id, w.since, w.count
+	freed, w.freed = w.freed, false
+	return w.id, w.since, w.count, freed
 }
 
 // join registers w and returns a channel that is closed once releases will be heard from a
@@ -230,14 +233,19 @@ func (r *releases) notify(i int, msg string) {
 		if w == nil {
 			return
 		}
-		if handed && w.ttl != "" && i >= 0 && !w.handed[i] {
-			w.handed[i] = true
-			w.count++
+		if handed && w.ttl != "" && i >= 0 {
+			if !w.handed[i] {
+				w.handed[i] = true
+				w.count++
+			}
+		} else {
+			w.freed = true
 		}
 		wakeUp(w)
 		return
 	}
 	for w := range r.waiters[key] {
+		w.freed = true
 		wakeUp(w)
 	}
 }
