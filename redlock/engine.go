@@ -272,7 +272,10 @@ func (u undo) run(ctx context.Context, c *Client, node int) error {
 // lock ended. It runs after the caller may have given up, so it ignores ctx's cancellation and
 // is bounded by the ttl instead: by then the key has expired. A failure is logged and returned.
 func (c *Client) rollback(ctx context.Context, node int, u undo, ttl time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ttl)
 	defer cancel()
 	start := c.clock.Now()
 	err := u.run(ctx, c, node)
