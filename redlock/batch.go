@@ -28,16 +28,18 @@ type batcher struct {
 	free  []*batchCall    // calls to reuse
 }
 
-// A batchCall is one call waiting in a batcher's queue: Do, or EVALSHA or EVAL.
+// A batchCall is one call waiting in a batcher's queue: Process's, or EVALSHA or EVAL.
 type batchCall struct {
-	ctx    context.Context
-	do     bool   // Do's args, rather than a script's
-	sha    bool   // EVALSHA rather than EVAL
-	script string // the script or its SHA1
-	keys   []string
-	args   []any
+	ctx     context.Context
+	process bool   // Process's cmd, rather than a script
+	sha     bool   // EVALSHA rather than EVAL
+	script  string // the script or its SHA1
+	keys    []string
+	args    []any
 
-	cmd   redis.Cmder   // its command, once added to the pipeline
+	// Its command once added to the pipeline; Process's from the start, a stand-in for the
+	// caller's (see newLike), which a call that gave up would share with the batch.
+	cmd   redis.Cmder
 	lead  bool          // set when handed the queue to send
 	ready chan struct{} // receives when cmd has its reply, or lead is set
 }
@@ -72,8 +74,9 @@ func (b *batcher) recycle(c *batchCall) {
 // add puts the call on the pipeline.
 func (c *batchCall) add(p redis.Pipeliner) redis.Cmder {
 	switch {
-	case c.do:
-		return p.Do(c.ctx, c.args...)
+	case c.process:
+		p.Process(c.ctx, c.cmd)
+		return c.cmd
 	case c.sha:
 		return p.EvalSha(c.ctx, c.script, c.keys, c.args...)
 	default:
@@ -164,14 +167,20 @@ func (b *batcher) send() {
 	b.next()
 }
 
-func (b *batcher) Do(ctx context.Context, args ...any) *redis.Cmd {
+func (b *batcher) Process(ctx context.Context, cmd redis.Cmder) error {
 	if b.enter() {
 		defer b.next()
-		return b.node.Do(ctx, args...)
+		return b.node.Process(ctx, cmd)
 	}
 	call := b.call()
-	call.do, call.args = true, args
-	return queuedCmd(b.wait(ctx, call))
+	call.process, call.cmd = true, newLike(ctx, cmd, cmd.Args())
+	got, err := b.wait(ctx, call)
+	if err != nil {
+		cmd.SetErr(err)
+		return err
+	}
+	copyReply(cmd, got)
+	return cmd.Err()
 }
 
 func (b *batcher) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {

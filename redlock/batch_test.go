@@ -83,11 +83,9 @@ func stall(t *testing.T, b *batcher) <-chan struct{} {
 
 // setNX sets key to "token" for a minute through b, unless it exists, as an attempt does.
 func setNX(ctx context.Context, b *batcher, key string) (bool, error) {
-	err := b.Do(ctx, "set", key, "token", "px", time.Minute.Milliseconds(), "nx").Err()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	return err == nil, err
+	cmd := redis.NewBoolCmd(ctx, "set", key, "token", "px", time.Minute.Milliseconds(), "nx")
+	err := b.Process(ctx, cmd)
+	return cmd.Val(), err
 }
 
 func (b *batcher) inFlight() bool {

@@ -97,18 +97,21 @@ func (v *vote) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
 	return v.cluster.ScriptLoad(ctx, script)
 }
 
-// Do sends args with the vote's tag before every key: the key of SET, the keys of EVAL and
-// EVALSHA, the only commands the Client sends with Do.
-func (v *vote) Do(ctx context.Context, args ...any) *redis.Cmd {
-	tagged := slices.Clone(args)
+// Process sends cmd with the vote's tag before every key: the key of SET, the keys of EVAL and
+// EVALSHA, the only commands the Client sends with Process.
+func (v *vote) Process(ctx context.Context, cmd redis.Cmder) error {
+	args := slices.Clone(cmd.Args())
 	first, n := 1, 1 // SET key ...
 	if name := args[0]; name == "evalsha" || name == "eval" {
 		first, n = 3, args[2].(int) // EVALSHA sha numkeys key ...
 	}
 	for i := first; i < first+n; i++ {
-		tagged[i] = v.tag + args[i].(string)
+		args[i] = v.tag + args[i].(string)
 	}
-	return v.cluster.Do(ctx, tagged...)
+	tagged := newLike(ctx, cmd, args)
+	err := v.cluster.Process(ctx, tagged)
+	copyReply(cmd, tagged)
+	return err
 }
 
 func (v *vote) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {

@@ -198,8 +198,9 @@ type grant struct {
 // evalsha).
 func (c *Client) acquireOn(ctx context.Context, i int, script *redis.Script, cmd []any) (grant, error) {
 	if script == nil {
-		err := c.nodes[i].Do(ctx, cmd...).Err()
-		if errors.Is(err, redis.Nil) { // SET NX found the key
+		set := redis.NewBoolCmd(ctx, cmd...)
+		err := c.nodes[i].Process(ctx, set)
+		if err == nil && !set.Val() {
 			err = errTaken
 		}
 		return grant{}, err
@@ -271,7 +272,10 @@ func (u undo) run(ctx context.Context, c *Client, node int) error {
 // lock ended. It runs after the caller may have given up, so it ignores ctx's cancellation and
 // is bounded by the ttl instead: by then the key has expired. A failure is logged and returned.
 func (c *Client) rollback(ctx context.Context, node int, u undo, ttl time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ttl)
 	defer cancel()
 	start := c.clock.Now()
 	err := u.run(ctx, c, node)
@@ -282,32 +286,6 @@ func (c *Client) rollback(ctx context.Context, node int, u undo, ttl time.Durati
 		c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", node, "key", u.cmd[3], "err", err)
 	}
 	return err
-}
-
-// evalsha returns the EVALSHA of script on keys with args, boxed once: one slice serves every
-// node of a round, where Script.Run would box the SHA1 and each key again for every node. The
-// slice is only read once made.
-func evalsha(script *redis.Script, keys []string, args ...any) []any {
-	cmd := make([]any, 0, 3+len(keys)+len(args))
-	cmd = append(cmd, "evalsha", script.Hash(), len(keys))
-	for _, k := range keys {
-		cmd = append(cmd, k)
-	}
-	return append(cmd, args...)
-}
-
-// run sends cmd, script's EVALSHA made by evalsha, to node, and the script itself (EVAL) when
-// the node does not have it yet, as Script.Run does.
-func run(ctx context.Context, node conn, script *redis.Script, cmd []any) *redis.Cmd {
-	r := node.Do(ctx, cmd...)
-	if err := r.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return r
-	}
-	keys := make([]string, cmd[2].(int))
-	for i := range keys {
-		keys[i] = cmd[3+i].(string)
-	}
-	return script.Eval(ctx, node, keys, cmd[3+len(keys):]...)
 }
 
 // abandon undoes, on every node, what a waiter's attempts left there for others (a writer's

@@ -27,12 +27,12 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// conn is what the algorithm needs of one Redis master. Do sends the commands of a Lock and
-// its Unlock, SET NX PX and EVALSHA, with their arguments boxed once for every node (see
-// evalsha); other scripts go through Scripter.
+// conn is what the algorithm needs of one Redis master. Process sends the commands of a Lock
+// and its Unlock, whose arguments are boxed once for every node (see command.go): SET NX PX as
+// a *redis.BoolCmd, EVALSHA as a *redis.Cmd. Other scripts go through Scripter.
 type conn interface {
 	redis.Scripter
-	Do(ctx context.Context, args ...any) *redis.Cmd
+	Process(ctx context.Context, cmd redis.Cmder) error
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
 
