@@ -36,14 +36,18 @@ type Reply[T any] struct {
 // A Round is one call fanned out to every node. Decide, Linger and Rest are not safe for
 // concurrent use: one goroutine decides, then at most one collects the rest. Go and Put are.
 type Round[T any] struct {
-	replies chan Reply[T]
-	n       int
-	waiting int // replies not yet read from the channel
+	n int
+	// The replies in order of arrival, in storage made for n of them: Decide hands out those it
+	// read without a copy. Put appends under mu, then sends on arrived.
+	mu      sync.Mutex
+	replies []Reply[T]
+	arrived chan struct{}
+	read    int // replies read by Decide, Linger or Rest
 }
 
 // New returns a Round over n nodes that expects exactly one reply from each, from Go or Put.
 func New[T any](n int) *Round[T] {
-	return &Round[T]{replies: make(chan Reply[T], n), n: n, waiting: n}
+	return &Round[T]{n: n, replies: make([]Reply[T], 0, n), arrived: make(chan struct{}, n)}
 }
 
 // Start calls call(ctx, i) for every node i in [0, n), each in its own goroutine tracked by wg,
@@ -68,7 +72,28 @@ func (r *Round[T]) Go(ctx context.Context, wg *sync.WaitGroup, node int, call fu
 }
 
 // Put delivers a reply obtained elsewhere than by Go; it never blocks. Each node gets one reply.
-func (r *Round[T]) Put(rep Reply[T]) { r.replies <- rep }
+func (r *Round[T]) Put(rep Reply[T]) {
+	r.mu.Lock()
+	r.replies = append(r.replies, rep)
+	r.mu.Unlock()
+	r.arrived <- struct{}{}
+}
+
+// next returns the first reply not read yet, once arrived told that it is in.
+func (r *Round[T]) next() Reply[T] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.read++
+	return r.replies[r.read-1]
+}
+
+// readSoFar returns the replies read so far. Its capacity ends there, so that appending to it
+// never writes over replies Put adds after them.
+func (r *Round[T]) readSoFar() []Reply[T] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.replies[:r.read:r.read]
+}
 
 // An Outcome is what a Round had shown when it was decided.
 type Outcome[T any] struct {
@@ -87,14 +112,12 @@ type Outcome[T any] struct {
 // failed). Either channel may be nil.
 func (r *Round[T]) Decide(need int, done <-chan struct{}, deadline <-chan time.Time) Outcome[T] {
 	n := r.n
-	out := Outcome[T]{Replies: make([]Reply[T], 0, n)}
+	var out Outcome[T]
 	ok, failed := 0, 0
-	for ok < need && failed <= n-need && r.waiting > 0 {
+	for ok < need && failed <= n-need && r.read < n {
 		select {
-		case rep := <-r.replies:
-			r.waiting--
-			out.Replies = append(out.Replies, rep)
-			if rep.Err == nil {
+		case <-r.arrived:
+			if r.next().Err == nil {
 				ok++
 			} else {
 				failed++
@@ -106,8 +129,9 @@ func (r *Round[T]) Decide(need int, done <-chan struct{}, deadline <-chan time.T
 		}
 	}
 	out.Quorum = ok >= need
-	if r.waiting > 0 {
-		out.Pending = make([]int, 0, r.waiting)
+	out.Replies = r.readSoFar()
+	if r.read < n {
+		out.Pending = make([]int, 0, n-r.read)
 		for i := range n {
 			if !slices.ContainsFunc(out.Replies, func(rep Reply[T]) bool { return rep.Node == i }) {
 				out.Pending = append(out.Pending, i)
@@ -120,10 +144,10 @@ func (r *Round[T]) Decide(need int, done <-chan struct{}, deadline <-chan time.T
 // Linger reads the replies still in flight after Decide into out until they are all in or
 // deadline fires, keeping out.Pending up to date.
 func (r *Round[T]) Linger(out *Outcome[T], deadline <-chan time.Time) {
-	for r.waiting > 0 {
+	for r.read < r.n {
 		select {
-		case rep := <-r.replies:
-			r.waiting--
+		case <-r.arrived:
+			rep := r.next()
 			out.Replies = append(out.Replies, rep)
 			out.Pending = slices.DeleteFunc(out.Pending, func(i int) bool { return i == rep.Node })
 		case <-deadline:
@@ -134,7 +158,8 @@ func (r *Round[T]) Linger(out *Outcome[T], deadline <-chan time.Time) {
 
 // Rest waits for the replies still in flight after Decide and calls f with each as it arrives.
 func (r *Round[T]) Rest(f func(Reply[T])) {
-	for ; r.waiting > 0; r.waiting-- {
-		f(<-r.replies)
+	for r.read < r.n {
+		<-r.arrived
+		f(r.next())
 	}
 }

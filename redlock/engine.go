@@ -130,7 +130,7 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 	}
 	if granted {
 		l := &Lock{c: c, spec: *s, token: token, fence: fence, acquired: now, until: until, pending: out.Pending}
-		l.relArgs = []any{value, c.announce, name}
+		l.relCmd = evalsha(l.release, l.relKeys, value, c.announce, name)
 		drain(c, r, out, cancel, func(rep quorum.Reply[grant]) { l.late(ctx, rep, ttl) })
 		decided(c, ctx, out, now.Sub(start), nil)
 		return l, attemptResult{}

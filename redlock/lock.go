@@ -26,10 +26,11 @@ type Lock struct {
 	acquired time.Time // for an Observer: when it was acquired (or resumed)
 	// The release script's arguments for Unlock and late, made once, only read: announce the
 	// release, and take the waiter that acquired the lock, if any, out of the key's queue.
+	// attempt makes relCmd from them at once; other Locks set relArgs.
 	relArgs []any
 
 	mu     sync.Mutex
-	relCmd []any // the release's EVALSHA, made from relArgs by the first releaserLocked
+	relCmd []any // the release's EVALSHA (see evalsha); else made by the first releaserLocked
 	until  time.Time
 	ended  bool          // lost, or released by Unlock: final
 	lost   chan struct{} // made by the first Lost call; closed when ended
