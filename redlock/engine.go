@@ -129,7 +129,7 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 		granted = granted && now.Before(until)
 	}
 	if granted {
-		l := &Lock{c: c, spec: *s, token: token, fence: fence, acquired: now, until: until, pending: out.Pending}
+		l := &Lock{c: c, spec: *s, token: token, fence: fence, acquired: now, until: until, pending: out.Pending, waited: w != nil}
 		l.relCmd = evalsha(l.release, l.relKeys, value, c.announce, name)
 		drain(c, r, out, cancel, func(rep quorum.Reply[grant]) { l.late(ctx, rep, ttl) })
 		decided(c, ctx, out, now.Sub(start), nil)

@@ -40,6 +40,7 @@ type Lock struct {
 	// pending are the nodes whose acquisition reply had not come when the lock was granted,
 	// until it comes; unlocking is the first Unlock's round, which waits for their releases.
 	pending   []int
+	waited    bool // acquired by a waiter, whose refusals leave it queued (or marked) on a node
 	unlocking *quorum.Round[struct{}]
 }
 
@@ -304,6 +305,8 @@ func (l *Lock) releaserLocked() undo {
 // late takes an acquisition reply that came after the lock was granted. If the lock has ended
 // since (a quick Unlock overtook the reply), the node may have taken the key after its release:
 // release it now (announced, as Unlock's releases are), and tell the first Unlock how that went.
+// A waiter's refusal is released too: it left the waiter in the key's queue, or a writer's
+// mark, which the release takes away.
 func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Duration) {
 	l.mu.Lock()
 	l.pending = slices.DeleteFunc(l.pending, func(i int) bool { return i == rep.Node })
@@ -317,8 +320,10 @@ func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Durat
 		return
 	}
 	err := errNotOwner
-	if !errors.Is(rep.Err, errTaken) {
-		err = l.c.rollback(ctx, rep.Node, u, ttl)
+	if taken := errors.Is(rep.Err, errTaken); !taken || l.waited {
+		if e := l.c.rollback(ctx, rep.Node, u, ttl); !taken {
+			err = e
+		}
 	}
 	if r != nil { // else it ended by its validity or an Extend, not by Unlock
 		r.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
