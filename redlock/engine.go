@@ -150,7 +150,7 @@ func (c *Client) attempt(ctx context.Context, s *spec, ttl time.Duration, w *wai
 	// takes hand-overs, but wakes nobody (release.lua): a woken waiter's attempt could fail and
 	// roll back in turn, and wake the first again.
 	undo := undo{script: s.release, cmd: evalsha(s.release, s.relKeys, value, "")}
-	if s.queued {
+	if s.queued && c.handsOver() {
 		undo.cmd = evalsha(s.release, s.relKeys, value, c.announce, "", "1")
 	}
 	for _, rep := range out.Replies {
@@ -291,7 +291,9 @@ func (c *Client) rollback(ctx context.Context, node int, u undo, ttl time.Durati
 // abandon undoes, on every node, what a waiter's attempts left there for others (a writer's
 // mark): the waiting call gave up. It is bounded by the node timeout, whatever ctx does.
 func (c *Client) abandon(ctx context.Context, s *spec, w *waiter) {
-	if s.abandon == nil || c.enter() != nil {
+	// A mutex's waiter leaves the queue by itself (a release names it once, then drops it),
+	// but what nodes handed over to it must be handed on.
+	if s.abandon == nil || (s.queued && w.ttl == "") || c.enter() != nil {
 		return
 	}
 	defer c.leave()

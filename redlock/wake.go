@@ -57,13 +57,19 @@ type waiter struct {
 // newWaiter returns a waiter for what s acquires for ttl, placed in the queue as of now.
 func (c *Client) newWaiter(s *spec, ttl time.Duration) *waiter {
 	w := &waiter{keys: s.wakeKeys(), score: strconv.FormatInt(c.clock.Now().UnixMicro(), 10), wake: make(chan struct{}, 1)}
-	if s.kind == mutexKind && c.clusterNode < 0 && !c.tagged {
+	if s.kind == mutexKind && c.handsOver() {
 		w.ttl = strconv.FormatInt(ttl.Milliseconds(), 10)
 		w.handed = make([]bool, len(c.nodes))
 	}
 	w.id = c.waiterName(w)
 	return w
 }
+
+// handsOver reports whether releases hand the key over to this Client's waiters: not on Redis
+// Cluster nodes, where a node cannot tell whether a Client listens (PUBLISH counts only the
+// node's own subscribers), and where a script that touches the queue during a slot migration
+// may be refused.
+func (c *Client) handsOver() bool { return c.clusterNode < 0 && !c.tagged }
 
 // waiterName returns a new name for w.
 func (c *Client) waiterName(w *waiter) string {
