@@ -148,13 +148,13 @@ func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter
 			case <-t.C:
 				break listen
 			case <-w.wake:
-				l, wait := c.handedOver(ctx, s, w, ttl)
+				l, more := c.handedOver(ctx, s, w, ttl)
 				if l != nil {
 					t.Stop()
 					c.log.DebugContext(ctx, "redlock: acquired", "kind", s.name, "key", s.key, "after", "hand-over")
 					return l, nil
 				}
-				if wait {
+				if more {
 					continue // the other nodes' hand-overs are on their way; else the timer
 				}
 				t.Stop()
