@@ -138,6 +138,7 @@ func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
 func TestRealServersHandedOverLockExtendsAndResumes(t *testing.T) {
 	ss := redistest.StartN(t, 3)
 	addrs := redistest.Addrs(ss)
+	nodes := redistest.Clients(t, addrs...)
 	ctx := context.Background()
 	var cs []*redlock.Client
 	for range 3 {
@@ -160,7 +161,15 @@ func TestRealServersHandedOverLockExtendsAndResumes(t *testing.T) {
 		}
 		got <- l
 	}()
-	time.Sleep(100 * time.Millisecond) // it failed its first attempt and is queued
+	// It failed its first attempt and is queued on every node.
+	redistest.Eventually(t, "the waiter is queued on every node", func() bool {
+		for _, node := range nodes {
+			if node.ZCard(ctx, "queue:{baton}").Val() != 1 {
+				return false
+			}
+		}
+		return true
+	})
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ type turns struct {
 type turn struct {
 	token chan struct{} // holds one value while nobody's turn is running
 	refs  int           // waiters holding or waiting for the turn
-	last  *Lock         // what the last turn acquired, if anything
+	won   bool          // the last turn acquired the key
 }
 
 // state reports, as of now, whether some of the Client's waiters are queued for key (busy: a
@@ -47,9 +47,9 @@ func (q *turns) mark(key string, until time.Time) {
 	q.recent[key] = until
 }
 
-// take waits for key's turn and returns what the last turn acquired, if anything; give must
+// take waits for key's turn and reports whether the last turn acquired the key; give must
 // follow when it returns no error.
-func (q *turns) take(ctx context.Context, key string, done <-chan struct{}) (*Lock, error) {
+func (q *turns) take(ctx context.Context, key string, done <-chan struct{}) (bool, error) {
 	q.mu.Lock()
 	if q.keys == nil {
 		q.keys = make(map[string]*turn)
@@ -67,21 +67,21 @@ func (q *turns) take(ctx context.Context, key string, done <-chan struct{}) (*Lo
 	case <-t.token:
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		return t.last, nil
+		return t.won, nil
 	case <-ctx.Done():
 		q.drop(key, t)
-		return nil, ctx.Err()
+		return false, ctx.Err()
 	case <-done:
 		q.drop(key, t)
-		return nil, ErrClosed
+		return false, ErrClosed
 	}
 }
 
-// give ends the turn taken for key, which acquired l (nil for nothing).
-func (q *turns) give(key string, l *Lock) {
+// give ends the turn taken for key, which acquired it or not (won).
+func (q *turns) give(key string, won bool) {
 	q.mu.Lock()
 	t := q.keys[key]
-	t.last = l
+	t.won = won
 	q.mu.Unlock()
 	t.token <- struct{}{}
 	q.drop(key, t)

@@ -87,11 +87,11 @@ func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter
 			c.abandon(ctx, s, w)
 		}
 	}()
-	last, err := c.queue.take(ctx, s.stored, c.done)
+	won, err := c.queue.take(ctx, s.stored, c.done)
 	if err != nil {
 		return nil, errors.Join(a.err, err)
 	}
-	defer func() { c.queue.give(s.stored, l) }()
+	defer func() { c.queue.give(s.stored, l != nil) }()
 	defer func() { c.queue.mark(s.stored, c.clock.Now().Add(ttl)) }()
 	if w == nil {
 		w = c.newWaiter(s, ttl)
@@ -105,7 +105,7 @@ func (c *Client) wait(ctx context.Context, s *spec, ttl time.Duration, w *waiter
 			return nil, errors.Join(a.err, err)
 		}
 	}
-	if last != nil {
+	if won {
 		// The last turn acquired the key: this Client's waiters take turns behind each other,
 		// and its Unlock, likely imminent, races this waiter's attempts on the nodes. Handed
 		// over on some nodes and taken by an attempt on the others, the waiter would hold

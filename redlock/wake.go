@@ -50,7 +50,6 @@ type waiter struct {
 	sent   bool      // id went out in an attempt
 	since  time.Time // when that attempt began: a node handed the key to id after it
 	handed []bool    // the nodes that announced handing the key to id
-	count  int       // how many of them
 	freed  bool      // woken since handed last looked by a release that handed nothing over
 }
 
@@ -91,14 +90,18 @@ func (r *releases) sending(w *waiter, now time.Time) (name, prev string) {
 	}
 	if w.sent {
 		prev = w.id
-		delete(r.names, prev)
-		w.id = r.c.waiterName(w)
-		r.names[w.id] = w
+		r.renameLocked(w)
 		clear(w.handed)
-		w.count = 0
 	}
 	w.sent, w.since = true, now
 	return w.id, prev
+}
+
+// renameLocked gives w a new name. r.mu is held.
+func (r *releases) renameLocked(w *waiter) {
+	delete(r.names, w.id)
+	w.id = r.c.waiterName(w)
+	r.names[w.id] = w
 }
 
 // wakeOnly makes w a waiter that takes no hand-overs, before it sent its name: one whose
@@ -109,10 +112,8 @@ func (r *releases) wakeOnly(w *waiter) {
 	if w.ttl == "" || w.sent {
 		return
 	}
-	delete(r.names, w.id)
 	w.ttl, w.handed = "", nil
-	w.id = r.c.waiterName(w)
-	r.names[w.id] = w
+	r.renameLocked(w)
 }
 
 // handed returns w's name, when the attempt that sent it began, how many nodes announced
@@ -121,8 +122,13 @@ func (r *releases) wakeOnly(w *waiter) {
 func (r *releases) handed(w *waiter) (name string, since time.Time, count int, freed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, h := range w.handed {
+		if h {
+			count++
+		}
+	}
 	freed, w.freed = w.freed, false
-	return w.id, w.since, w.count, freed
+	return w.id, w.since, count, freed
 }
 
 // join registers w and returns a channel that is closed once releases will be heard from a
@@ -240,10 +246,7 @@ func (r *releases) notify(i int, msg string) {
 			return
 		}
 		if handed && w.ttl != "" && i >= 0 {
-			if !w.handed[i] {
-				w.handed[i] = true
-				w.count++
-			}
+			w.handed[i] = true
 		} else {
 			w.freed = true
 		}
