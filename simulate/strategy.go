@@ -56,7 +56,7 @@ func (r *run) newLocker(c *client) (locker, error) {
 			opts = append(opts, redlock.WithFencing())
 		}
 		if r.metrics != nil {
-			opts = append(opts, redlock.WithObserver(r.metrics))
+			opts = append(opts, redlock.WithObserver(r.metrics.observer()))
 		}
 		lc, err := redlock.New(nodes, opts...)
 		if err != nil {
