@@ -21,6 +21,7 @@ type delayProxy struct {
 
 	stalls   atomic.Int64 // directions that lost a value and deliver nothing since
 	unframed atomic.Int64 // directions that lose nothing because their bytes were not RESP
+	healed   atomic.Bool  // faults are over (see heal)
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -104,6 +105,18 @@ func (p *delayProxy) Close() {
 	p.mu.Unlock()
 	p.ln.Close()
 	p.wg.Wait()
+}
+
+// heal ends the faults: from now on every direction passes its bytes at once, and every
+// connection open now is closed (a stalled one cannot recover the bytes it lost), so that
+// calls waiting on it fail and go-redis dials again. The proxy goes on accepting.
+func (p *delayProxy) heal() {
+	p.healed.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
 }
 
 // track registers c to be closed by Close; it reports false (and closes c) once closed.
@@ -210,12 +223,15 @@ func (p *delayProxy) pipe(dst, src net.Conn, dir direction, done chan struct{}, 
 				return
 			}
 			n, err := src.Read(buf[:cap(buf)])
-			kept := buf[:n]
-			if dir.lose != nil {
-				kept = p.keep(dir.lose, kept)
+			kept, due := buf[:n], time.Now()
+			if !p.healed.Load() {
+				if dir.lose != nil {
+					kept = p.keep(dir.lose, kept)
+				}
+				due = due.Add(dir.delay(dir.delays))
 			}
 			if len(kept) > 0 {
-				queue <- chunk{buf: kept, due: time.Now().Add(dir.delay(dir.delays))} // never blocks: one slot a buffer
+				queue <- chunk{buf: kept, due: due} // never blocks: one slot a buffer
 			} else {
 				free <- buf
 			}
