@@ -76,8 +76,8 @@ func TestDelayProxy(t *testing.T) {
 
 // A proxy with a lossy reply direction delivers a run of whole replies, then nothing, while
 // the connection stays open and requests still reach the target. Where the replies stop is
-// fixed by the seed, whatever the chunks. The target echoes, so the replies are the values
-// the client sent.
+// fixed by the seed, whatever the chunks. Once healed, it cuts that connection and passes
+// everything on new ones. The target echoes, so the replies are the values the client sent.
 func TestLossyProxy(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -158,6 +158,27 @@ func TestLossyProxy(t *testing.T) {
 	if s := p.stalls.Load(); s != 1 {
 		t.Fatalf("stalls = %d, want 1", s)
 	}
+
+	// heal cuts the stalled connection; a new one loses nothing.
+	p.heal()
+	c.SetReadDeadline(deadline)
+	if n, err := c.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("after heal: read %d bytes, %v; want EOF", n, err)
+	}
+	c2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.SetDeadline(deadline)
+	if _, err := c2.Write(sent); err != nil {
+		t.Fatal(err)
+	}
+	all := make([]byte, len(sent))
+	if _, err := io.ReadFull(c2, all); err != nil || !bytes.Equal(all, sent) {
+		t.Fatalf("after heal: read %q, %v; want every value", all, err)
+	}
 	c.Close()
+	c2.Close()
 	p.Close()
 }
