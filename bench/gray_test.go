@@ -36,13 +36,16 @@ var grayFaults = []struct {
 // included), plus lost-replies, how many the proxies lost. When the window closes the
 // proxies heal and cut their connections, so that calls stuck on a lost reply (go-redis waits
 // 3 s for one, and retries up to 3 times) end at once instead of holding up the next case.
-// Run with -benchtime=1x: one window an op (a second would find the faults healed).
+// Run with -benchtime=1x: one window an op, as a second would find the faults healed.
 func BenchmarkGrayFailure(b *testing.B) {
 	impls := []impl{oursImpl(grayTTL), redsyncImpl(grayTTL), redsyncFailFastImpl(grayTTL)}
 	for _, v := range grayFaults {
 		b.Run("faults="+v.name, func(b *testing.B) {
 			for _, im := range impls {
 				b.Run("impl="+im.name, func(b *testing.B) {
+					if b.N > 1 {
+						b.Fatal("one window an op: run with -benchtime=1x (the proxies heal as a window closes)")
+					}
 					as, proxies := grayAddrs(b, v.replies)
 					ls := make([]locker, contenders)
 					for i := range ls {

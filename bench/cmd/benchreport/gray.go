@@ -191,9 +191,12 @@ func graySection(b *strings.Builder, r results, rounds []results) {
 	p("would (go-redis waits its 3 s read timeout for it, and retries). The no-holder time runs ")
 	p("between one holder's `Unlock` call and the next `Lock`'s return (and from the window's ")
 	p("start, and to its end); the least share is the fewest acquisitions of one Client over a ")
-	p("fair share (÷ 8); *under ½* counts the Clients below half a fair share. Ratios are taken ")
-	p("within a round: × no faults against the same library's baseline, × redsync against ")
-	p("redsync in the same variant.\n\n")
+	p("fair share (÷ 8); *under ½* counts the Clients below half a fair share; *replies lost* ")
+	p("counts the replies the proxies lost, each silencing the rest of its connection: at 2 %% a ")
+	p("busy connection goes quiet after about 50 replies, so this is about the number of ")
+	p("connections that carried traffic to nodes 3 and 4 in the window. Ratios are taken within ")
+	p("a round: × no faults against the same library's baseline, × redsync against redsync in ")
+	p("the same variant.\n\n")
 
 	libs := r.impls(caseGrayFaults(grayNone))
 	ratios := func(faults, im string) (vsNone, vsRedsync series) {
