@@ -48,13 +48,13 @@ func TestSimulateBadFlags(t *testing.T) {
 }
 
 func TestSimulateList(t *testing.T) {
-	code, stdout, _ := runCLI(t, "simulate", "-list", "-scenario", "seed*")
-	if code != 0 || strings.Count(stdout, "\n") != 4 || !strings.Contains(stdout, "seed004-get-del") {
+	code, stdout, _ := runCLI(t, "simulate", "-list", "-scenario", "get-*")
+	if code != 0 || strings.Count(stdout, "\n") != 2 || !strings.Contains(stdout, "get-then-del-release") {
 		t.Fatalf("exit %d, stdout:\n%s", code, stdout)
 	}
 	// Several globs, comma-separated; a scenario matched twice is listed once.
-	code, stdout, _ = runCLI(t, "simulate", "-list", "-scenario", "no-faults,seed00*,seed004-get-del")
-	if code != 0 || strings.Count(stdout, "\n") != 5 || !strings.HasPrefix(stdout, "no-faults") {
+	code, stdout, _ = runCLI(t, "simulate", "-list", "-scenario", "no-faults,get-*,get-then-del-release")
+	if code != 0 || strings.Count(stdout, "\n") != 3 || !strings.HasPrefix(stdout, "no-faults") {
 		t.Fatalf("exit %d, stdout:\n%s", code, stdout)
 	}
 }
@@ -99,11 +99,11 @@ func TestSimulateJSONAndTimeline(t *testing.T) {
 }
 
 func TestSimulateTable(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "simulate", "-scenario", "seed001-*", "-seed", "5")
+	code, stdout, stderr := runCLI(t, "simulate", "-scenario", "single-node-*", "-seed", "5")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
-	if !strings.HasPrefix(stdout, "scenario ") || !strings.Contains(stdout, "seed001-single-node") || !strings.Contains(stdout, "violation") {
+	if !strings.HasPrefix(stdout, "scenario ") || !strings.Contains(stdout, "single-node-restart") || !strings.Contains(stdout, "violation") {
 		t.Fatalf("table:\n%s", stdout)
 	}
 	if !strings.Contains(stderr, "node A: restarts empty") {

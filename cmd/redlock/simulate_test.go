@@ -46,7 +46,7 @@ func TestSimulateRealInterrupted(t *testing.T) {
 	var out, errOut bytes.Buffer
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, []string{"simulate", "-backend", "real", "-scenario", "seed00[24]-*", "-seed", "1"}, &out, &errOut)
+		done <- run(ctx, []string{"simulate", "-backend", "real", "-scenario", "get-*-release", "-seed", "1"}, &out, &errOut)
 	}()
 	// Wait until the servers run, then interrupt: both scenarios take seconds.
 	for deadline := time.Now().Add(10 * time.Second); len(redistest.ServerChildren()) < 2; time.Sleep(5 * time.Millisecond) {
