@@ -98,13 +98,23 @@ func TestSimulateJSONAndTimeline(t *testing.T) {
 	}
 }
 
+// The table: the seed once, on the line that says how to rerun; lines that fit 100 columns; the
+// legend; the fault schedule on stderr.
 func TestSimulateTable(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "simulate", "-scenario", "single-node-*", "-seed", "5")
+	code, stdout, stderr := runCLI(t, "simulate", "-scenario", "no-faults,single-node-*", "-seed", "424242")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
-	if !strings.HasPrefix(stdout, "scenario ") || !strings.Contains(stdout, "single-node-restart") || !strings.Contains(stdout, "violation") {
-		t.Fatalf("table:\n%s", stdout)
+	if !strings.HasPrefix(stdout, "rerun: redlock simulate -seed 424242 -scenario NAME\nscenario ") || strings.Count(stdout, "424242") != 1 {
+		t.Errorf("want the seed once, in the rerun line above the table:\n%s", stdout)
+	}
+	for _, line := range strings.Split(stdout, "\n") {
+		if len([]rune(line)) > 100 {
+			t.Errorf("%d columns: %s", len([]rune(line)), line)
+		}
+	}
+	if !strings.Contains(stdout, "single-node-restart") || !strings.Contains(stdout, "\nexpected: ") || !strings.Contains(stdout, "\nok: ") {
+		t.Errorf("the table lacks its rows or its legend:\n%s", stdout)
 	}
 	if !strings.Contains(stderr, "node A: restarts empty") {
 		t.Errorf("the fault schedule is not printed:\n%s", stderr)
