@@ -41,9 +41,14 @@ func TestSimulateBadFlags(t *testing.T) {
 		{"-backend", "nope"},
 	} {
 		code, stdout, stderr := runCLI(t, append([]string{"simulate"}, args...)...)
-		if code != 2 || stdout != "" || !strings.Contains(stderr, "usage: redlock simulate") {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and the usage", args, code, stdout, stderr)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != 2 || stdout != "" || len(lines) != 2 || !strings.HasPrefix(lines[0], "redlock simulate: ") ||
+			strings.HasPrefix(lines[0], "redlock simulate: simulate:") || lines[1] != "run 'redlock simulate -h' for usage" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2, the error and where to find the usage", args, code, stdout, stderr)
 		}
+	}
+	if code, _, stderr := runCLI(t, "simulate", "-h"); code != 0 || !strings.HasPrefix(stderr, "usage: redlock simulate") {
+		t.Errorf("-h: exit %d, stderr %q; want 0 and the usage", code, stderr)
 	}
 }
 
@@ -59,11 +64,12 @@ func TestSimulateList(t *testing.T) {
 	}
 }
 
-// One safe and one violation scenario in real time: the JSON lines carry the fields the
-// issue promises, the table names every run, and the timeline and the metrics chart are SVGs.
+// Two runs in real time, of a small stock so that they end well within their horizon under
+// -race on a loaded machine: the JSON lines carry the documented fields, the progress lines
+// name each run's seed, and the timeline and the metrics chart are SVGs.
 func TestSimulateJSONAndTimeline(t *testing.T) {
 	svg, chart := filepath.Join(t.TempDir(), "run.svg"), filepath.Join(t.TempDir(), "metrics.svg")
-	code, stdout, stderr := runCLI(t, "simulate", "-scenario", "no-faults", "-seed", "3", "-runs", "2", "-json", "-timeline", svg, "-metrics", chart)
+	code, stdout, stderr := runCLI(t, "simulate", "-scenario", "no-faults", "-seed", "3", "-runs", "2", "-stock", "12", "-json", "-timeline", svg, "-metrics", chart)
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}

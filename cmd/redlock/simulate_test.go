@@ -14,8 +14,8 @@ import (
 
 func TestSimulateRealMissingServer(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "simulate", "-backend", "real", "-redis-server", "/nonexistent/redis-server", "-scenario", "no-faults")
-	if code != 2 || stdout != "" || !strings.Contains(stderr, simulate.InstallHint) {
-		t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and the install line", code, stdout, stderr)
+	if code != 2 || stdout != "" || !strings.Contains(stderr, simulate.InstallHint) || !strings.HasPrefix(stderr, "redlock simulate: the real backend") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and the install line, prefixed once", code, stdout, stderr)
 	}
 }
 
