@@ -84,14 +84,17 @@ func noteOf(r Result) string {
 	return ""
 }
 
-// waits is the wait column: the median and the longest wait in seconds, to two decimals below
-// 10 s and one above, so that the column stays narrow.
+// waits is the wait column: the median and the longest wait in seconds, to three significant
+// digits (two decimals at most), so that the column stays narrow.
 func waits(median, longest time.Duration) string {
 	s := func(d time.Duration) string {
-		if d < 10*time.Second {
+		switch {
+		case d < 10*time.Second:
 			return fmt.Sprintf("%.2f", d.Seconds())
+		case d < 100*time.Second:
+			return fmt.Sprintf("%.1f", d.Seconds())
 		}
-		return fmt.Sprintf("%.1f", d.Seconds())
+		return fmt.Sprintf("%.0f", d.Seconds())
 	}
 	return s(median) + "/" + s(longest)
 }

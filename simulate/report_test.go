@@ -11,7 +11,8 @@ import (
 )
 
 // catalogResults are results for every scenario of the catalog, each observing what it
-// expected, with figures as wide as a run shows: thousands of overlaps, waits of a minute.
+// expected, with figures as wide as a run shows: thousands of overlaps, waits of a minute and
+// more.
 func catalogResults(seed uint64) []simulate.Result {
 	var rs []simulate.Result
 	for _, sc := range simulate.Catalog() {
@@ -22,7 +23,7 @@ func catalogResults(seed uint64) []simulate.Result {
 		rs = append(rs, simulate.Result{
 			Scenario: sc.Name, Backend: "mini", Strategy: strategy, Row: sc.Row, Seed: seed,
 			Expected: sc.Expect, Observed: simulate.Verdict(sc.Expect), OK: true,
-			Violations: 1234, WaitMedian: 1234 * time.Millisecond, WaitMax: 63 * time.Second,
+			Violations: 1234, WaitMedian: 12340 * time.Millisecond, WaitMax: 99940 * time.Millisecond,
 		})
 	}
 	return rs
@@ -53,7 +54,7 @@ func TestWriteTable(t *testing.T) {
 			t.Errorf("the legend lacks %q:\n%s", want, table)
 		}
 	}
-	row := "get-then-del-release get-then-del violation violation ok 1234 1.23/63.0"
+	row := "get-then-del-release get-then-del violation violation ok 1234 12.3/99.9"
 	if !slices.ContainsFunc(strings.Split(table, "\n"), func(l string) bool { return strings.Join(strings.Fields(l), " ") == row }) {
 		t.Errorf("no row %q:\n%s", row, table)
 	}
