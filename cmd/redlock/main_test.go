@@ -64,12 +64,18 @@ func TestSimulateList(t *testing.T) {
 	}
 }
 
-// Two runs in real time, of a small stock so that they end well within their horizon under
-// -race on a loaded machine: the JSON lines carry the documented fields, the progress lines
-// name each run's seed, and the timeline and the metrics chart are SVGs.
+// simulateSlowly are the flags that let a real-time run of the simulator sell out under -race on
+// a busy machine: a small stock, and a scale that gives each node call 60 ms (at the default
+// scale, 30 ms calls time out until the run's horizon ends it, inconclusive). These tests are
+// about the command's output, not the lock.
+var simulateSlowly = []string{"-stock", "12", "-scale", "0.2"}
+
+// Two runs in real time: the JSON lines carry the documented fields, the progress lines name
+// each run's seed, and the timeline and the metrics chart are SVGs.
 func TestSimulateJSONAndTimeline(t *testing.T) {
 	svg, chart := filepath.Join(t.TempDir(), "run.svg"), filepath.Join(t.TempDir(), "metrics.svg")
-	code, stdout, stderr := runCLI(t, "simulate", "-scenario", "no-faults", "-seed", "3", "-runs", "2", "-stock", "12", "-json", "-timeline", svg, "-metrics", chart)
+	args := append([]string{"simulate", "-scenario", "no-faults", "-seed", "3", "-runs", "2", "-json", "-timeline", svg, "-metrics", chart}, simulateSlowly...)
+	code, stdout, stderr := runCLI(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
@@ -107,7 +113,7 @@ func TestSimulateJSONAndTimeline(t *testing.T) {
 // The table: the seed once, on the line that says how to rerun; lines that fit 100 columns; the
 // legend; the fault schedule on stderr.
 func TestSimulateTable(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "simulate", "-scenario", "no-faults,single-node-*", "-seed", "424242")
+	code, stdout, stderr := runCLI(t, append([]string{"simulate", "-scenario", "no-faults,single-node-*", "-seed", "424242"}, simulateSlowly...)...)
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
