@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -34,134 +33,209 @@ const (
 // forwarded are the signals redlock exec passes on to the command.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
-func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+const execUsage = `usage: redlock exec (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [flags] -- COMMAND [ARG...]
+
+Acquires the lock on a quorum of the nodes, runs COMMAND while keeping the lock extended, and
+releases it when COMMAND ends. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after
+--grace. Signals sent to redlock exec are passed on to COMMAND. With --fence, COMMAND finds
+the lock's fencing token in $REDLOCK_FENCE: hand it to the resource so that it can refuse a
+holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a process it
+hands it to takes the lock over with Client.Resume (until COMMAND ends: then it is released).
+
+Exit status: COMMAND's (128+n when killed by signal n); 75 when the lock was not acquired
+within --wait; 77 when too many nodes refused the credentials or failed TLS verification;
+2 for bad flags or URLs; 126/127 when COMMAND could not be run or found.
+
+`
+
+// execConfig is what the command line asks redlock exec to do.
+type execConfig struct {
+	nodeFlags
+	nodes   []node
+	ttl     time.Duration
+	wait    time.Duration
+	grace   time.Duration
+	fence   bool
+	verbose bool
+	argv    []string // the command and its arguments
+}
+
+func (c *execConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("redlock exec", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var nf nodeFlags
-	nf.register(fs)
-	ttl := fs.Duration("ttl", 10*time.Second, "the lock's time to live; it is extended by as much whenever a third of it is left")
-	wait := fs.Duration("wait", 0, "how long to wait for the lock; 0 makes one attempt")
-	grace := fs.Duration("grace", 10*time.Second, "after the lock is lost, how long the command has between SIGTERM and SIGKILL")
-	fence := fs.Bool("fence", false, "acquire with a fencing token (one more round trip) and give it to the command in $REDLOCK_FENCE")
-	verbose := fs.Bool("verbose", false, "report acquisition, loss and release on stderr")
+	c.register(fs)
+	fs.DurationVar(&c.ttl, "ttl", 10*time.Second, "the lock's time to live; it is extended by as much whenever a third of it is left")
+	fs.DurationVar(&c.wait, "wait", 0, "how long to wait for the lock; 0 makes one attempt")
+	fs.DurationVar(&c.grace, "grace", 10*time.Second, "after the lock is lost, how long the command has between SIGTERM and SIGKILL")
+	fs.BoolVar(&c.fence, "fence", false, "acquire with a fencing token (one more round trip) and give it to the command in $REDLOCK_FENCE")
+	fs.BoolVar(&c.verbose, "verbose", false, "report acquisition, loss and release on stderr")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: redlock exec (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [flags] -- COMMAND [ARG...]\n\n"+
-			"Acquires the lock on a quorum of the nodes, runs COMMAND while keeping the lock extended, and\n"+
-			"releases it when COMMAND ends. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after\n"+
-			"--grace. Signals sent to redlock exec are passed on to COMMAND. With --fence, COMMAND finds\n"+
-			"the lock's fencing token in $REDLOCK_FENCE: hand it to the resource so that it can refuse a\n"+
-			"holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a process it\n"+
-			"hands it to takes the lock over with Client.Resume (until COMMAND ends: then it is released).\n\n"+
-			"Exit status: COMMAND's (128+n when killed by signal n); 75 when the lock was not acquired\n"+
-			"within --wait; 77 when too many nodes refused the credentials or failed TLS verification;\n2 for bad flags or URLs; "+
-			"126/127 when COMMAND could not be run or found.\n\n")
+		fmt.Fprint(fs.Output(), execUsage)
 		fs.PrintDefaults()
 	}
+	return fs
+}
+
+// check validates what fs.Parse left in c and reads the nodes.
+func (c *execConfig) check(fs *flag.FlagSet) error {
+	nodes, err := c.parse()
+	switch {
+	case err != nil:
+		return err
+	case fs.NArg() == 0:
+		return errors.New("no command to run (put it after --)")
+	case c.ttl <= 0 || c.ttl%time.Millisecond != 0:
+		return fmt.Errorf("--ttl %v must be a positive whole number of milliseconds", c.ttl)
+	case c.wait < 0:
+		return fmt.Errorf("--wait %v must not be negative", c.wait)
+	case c.grace < 0:
+		return fmt.Errorf("--grace %v must not be negative", c.grace)
+	}
+	c.nodes, c.argv = nodes, fs.Args()
+	return nil
+}
+
+func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := &execution{stdout: stdout, stderr: stderr}
+	fs := e.flagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return exitUsage
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "redlock exec: "+format+"\n", a...)
+	if err := e.check(fs); err != nil {
+		fmt.Fprintf(stderr, "redlock exec: %v\n", err)
 		return exitUsage
 	}
-	nodes, err := nf.parse()
-	switch {
-	case err != nil:
-		return usageErr("%v", err)
-	case fs.NArg() == 0:
-		return usageErr("no command to run (put it after --)")
-	case *ttl <= 0 || *ttl%time.Millisecond != 0:
-		return usageErr("--ttl %v must be a positive whole number of milliseconds", *ttl)
-	case *wait < 0:
-		return usageErr("--wait %v must not be negative", *wait)
-	case *grace < 0:
-		return usageErr("--grace %v must not be negative", *grace)
-	}
-	logf := func(format string, a ...any) {
-		if *verbose {
-			fmt.Fprintf(stderr, "redlock exec: "+format+"\n", a...)
-		}
-	}
+	return e.run(ctx)
+}
 
+// An execution is one run of redlock exec.
+type execution struct {
+	execConfig
+	stdout, stderr io.Writer
+	sigs           chan os.Signal // the signals caught, to pass on to the command
+}
+
+// errorf tells the user on stderr.
+func (e *execution) errorf(format string, a ...any) {
+	fmt.Fprintf(e.stderr, "redlock exec: "+format+"\n", a...)
+}
+
+// logf tells the user on stderr with --verbose.
+func (e *execution) logf(format string, a ...any) {
+	if e.verbose {
+		e.errorf(format, a...)
+	}
+}
+
+func (e *execution) run(ctx context.Context) int {
 	// Signals are caught from the start: while waiting for the lock they end the wait, later
 	// they go to the command.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
+	e.sigs = make(chan os.Signal, 8)
+	signal.Notify(e.sigs, forwarded...)
+	defer signal.Stop(e.sigs)
 
-	cs := clients(nodes)
+	cs := clients(e.nodes)
 	defer closeClients(cs)
-	if code, ok := preflight(ctx, cs, nodes, nf.nodeTimeout, stderr); !ok {
+	locker, code := e.connect(ctx, cs)
+	if locker == nil {
 		return code
 	}
-	nodes, _, err = nf.expand(ctx, nodes, cs)
-	if err != nil { // the cluster did not answer
-		fmt.Fprintf(stderr, "redlock exec: %v\n", err)
-		return exitTempFail
+	defer locker.Close()
+	lock, code := e.acquire(ctx, locker)
+	if lock == nil {
+		return code
 	}
-	opts := []redlock.Option{redlock.WithNodeTimeout(nf.nodeTimeout), redlock.WithKeyPrefix(nf.prefix)}
-	if *fence {
+	defer e.release(ctx, lock)
+	return e.runCommand(lock)
+}
+
+// connect checks the nodes and returns the Client over them, or nil and the exit status.
+func (e *execution) connect(ctx context.Context, cs []redis.UniversalClient) (*redlock.Client, int) {
+	if code, ok := preflight(ctx, cs, e.nodes, e.nodeTimeout, e.stderr); !ok {
+		return nil, code
+	}
+	nodes, _, err := e.expand(ctx, e.nodes, cs)
+	if err != nil { // the cluster did not answer
+		e.errorf("%v", err)
+		return nil, exitTempFail
+	}
+	e.nodes = nodes
+	opts := []redlock.Option{redlock.WithNodeTimeout(e.nodeTimeout), redlock.WithKeyPrefix(e.prefix)}
+	if e.fence {
 		opts = append(opts, redlock.WithFencing())
 	}
-	locker, err := nf.locker(ctx, cs, opts...)
+	locker, err := e.locker(ctx, cs, opts...)
 	if err != nil {
-		return usageErr("%v", err)
+		e.errorf("%v", err)
+		return nil, exitUsage
 	}
-	defer locker.Close()
+	return locker, 0
+}
 
-	if *wait > 0 {
-		logf("waiting up to %v for %q", *wait, nf.key)
+// acquire takes the lock, or returns nil and the exit status.
+func (e *execution) acquire(ctx context.Context, locker *redlock.Client) (*redlock.Lock, int) {
+	if e.wait > 0 {
+		e.logf("waiting up to %v for %q", e.wait, e.key)
 	}
-	lock, sig, err := acquire(ctx, locker, nf.key, *ttl, *wait, sigs)
-	if sig != nil {
-		fmt.Fprintf(stderr, "redlock exec: %v while waiting for the lock\n", sig)
-		return 128 + int(sig.(syscall.Signal))
+	lock, sig, err := takeLock(ctx, locker, e.key, e.ttl, e.wait, e.sigs)
+	switch {
+	case sig != nil:
+		e.errorf("%v while waiting for the lock", sig)
+		return nil, 128 + int(sig.(syscall.Signal))
+	case err != nil:
+		return nil, e.notAcquired(err)
 	}
-	if err != nil {
-		if *wait > 0 {
-			fmt.Fprintf(stderr, "redlock exec: lock %q not acquired within %v\n", nf.key, *wait)
-		} else {
-			fmt.Fprintf(stderr, "redlock exec: lock %q not acquired\n", nf.key)
-		}
-		waitOver := errors.Is(err, context.DeadlineExceeded)
-		for _, line := range describe(err, nodes) {
-			// The sentinel and the end of the wait are said above already, also for the nodes
-			// whose answer the end of the wait cut off.
-			if line == redlock.ErrNotAcquired.Error() || line == context.DeadlineExceeded.Error() ||
-				waitOver && strings.HasSuffix(line, ": "+context.DeadlineExceeded.Error()) {
-				continue
-			}
-			fmt.Fprintf(stderr, "  %s\n", line)
-		}
-		if errors.Is(err, redlock.ErrNotAcquired) {
-			return exitTempFail
-		}
-		return exitSoftware
+	e.logf("acquired %q on a quorum of %d nodes, valid for %v", e.key, len(e.nodes), time.Until(lock.Until()).Round(time.Millisecond))
+	if e.fence {
+		e.logf("fencing token %d", lock.Fence())
 	}
-	logf("acquired %q on a quorum of %d nodes, valid for %v", nf.key, len(nodes), time.Until(lock.Until()).Round(time.Millisecond))
-	if *fence {
-		logf("fencing token %d", lock.Fence())
-	}
+	return lock, 0
+}
 
-	defer func() {
-		// Released whatever ended the command, on a context of its own.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*nf.nodeTimeout)
-		defer cancel()
-		if err := lock.Unlock(uctx); err != nil {
-			logf("release: %s", strings.Join(describe(err, nodes), "; "))
-		} else {
-			logf("released %q", nf.key)
+// notAcquired says why the lock was not acquired and returns the exit status.
+func (e *execution) notAcquired(err error) int {
+	if e.wait > 0 {
+		e.errorf("lock %q not acquired within %v", e.key, e.wait)
+	} else {
+		e.errorf("lock %q not acquired", e.key)
+	}
+	waitOver := errors.Is(err, context.DeadlineExceeded)
+	for _, line := range describe(err, e.nodes) {
+		// The sentinel and the end of the wait are said above already, also for the nodes
+		// whose answer the end of the wait cut off.
+		if line == redlock.ErrNotAcquired.Error() || line == context.DeadlineExceeded.Error() ||
+			waitOver && strings.HasSuffix(line, ": "+context.DeadlineExceeded.Error()) {
+			continue
 		}
-	}()
+		fmt.Fprintf(e.stderr, "  %s\n", line)
+	}
+	if errors.Is(err, redlock.ErrNotAcquired) {
+		return exitTempFail
+	}
+	return exitSoftware
+}
 
-	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+// release gives the lock back, whatever ended the command, on a context of its own.
+func (e *execution) release(ctx context.Context, lock *redlock.Lock) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*e.nodeTimeout)
+	defer cancel()
+	if err := lock.Unlock(uctx); err != nil {
+		e.logf("release: %s", strings.Join(describe(err, e.nodes), "; "))
+	} else {
+		e.logf("released %q", e.key)
+	}
+}
+
+// runCommand runs the command while it keeps the lock, and returns its exit status.
+func (e *execution) runCommand(lock *redlock.Lock) int {
+	cmd := exec.Command(e.argv[0], e.argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.stdout, e.stderr
 	cmd.Env = childEnv(os.Environ(), lock.Fence(), lock.Token())
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "redlock exec: %v\n", err)
+		e.errorf("%v", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return exitNotFound
 		}
@@ -170,8 +244,14 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 
-	h := hold(lock, *ttl)
+	h := hold(lock, e.ttl)
 	defer h.stop()
+	return e.supervise(cmd, exited, lock, h)
+}
+
+// supervise passes signals on to the running command and ends it when the lock is lost:
+// SIGTERM, then SIGKILL after --grace. It returns the command's exit status.
+func (e *execution) supervise(cmd *exec.Cmd, exited <-chan struct{}, lock *redlock.Lock, h *holder) int {
 	var kill <-chan time.Time
 	lost := lock.Lost()
 	for {
@@ -179,24 +259,24 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case <-exited:
 			h.stop()
 			return status(cmd.ProcessState)
-		case s := <-sigs:
-			logf("passing %v to the command", s)
+		case s := <-e.sigs:
+			e.logf("passing %v to the command", s)
 			cmd.Process.Signal(s)
 		case <-lost:
 			lost = nil
-			fmt.Fprintf(stderr, "redlock exec: lock %q lost; sending SIGTERM, SIGKILL in %v\n", nf.key, *grace)
-			for _, line := range describe(h.err(), nodes) {
+			e.errorf("lock %q lost; sending SIGTERM, SIGKILL in %v", e.key, e.grace)
+			for _, line := range describe(h.err(), e.nodes) {
 				if line != redlock.ErrNotHeld.Error() {
-					fmt.Fprintf(stderr, "  %s\n", line)
+					fmt.Fprintf(e.stderr, "  %s\n", line)
 				}
 			}
 			cmd.Process.Signal(syscall.SIGTERM)
-			t := time.NewTimer(*grace)
+			t := time.NewTimer(e.grace)
 			defer t.Stop()
 			kill = t.C
 		case <-kill:
 			kill = nil
-			fmt.Fprintf(stderr, "redlock exec: command still running %v after SIGTERM; sending SIGKILL\n", *grace)
+			e.errorf("command still running %v after SIGTERM; sending SIGKILL", e.grace)
 			cmd.Process.Kill()
 		}
 	}
@@ -223,9 +303,9 @@ func preflight(ctx context.Context, cs []redis.UniversalClient, nodes []node, ti
 	return 0, true
 }
 
-// acquire takes the lock: one attempt when wait is 0, else attempts until wait has passed. A
+// takeLock takes the lock: one attempt when wait is 0, else attempts until wait has passed. A
 // signal from sigs ends the wait and is returned.
-func acquire(ctx context.Context, locker *redlock.Client, key string, ttl, wait time.Duration, sigs <-chan os.Signal) (*redlock.Lock, os.Signal, error) {
+func takeLock(ctx context.Context, locker *redlock.Client, key string, ttl, wait time.Duration, sigs <-chan os.Signal) (*redlock.Lock, os.Signal, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -257,64 +337,6 @@ func acquire(ctx context.Context, locker *redlock.Client, key string, ttl, wait 
 		}
 		return nil, s, nil
 	}
-}
-
-// holder keeps a lock extended while the command runs: when a third of the ttl is left, and
-// again soon after a failed extension, until stopped. The library decides when the lock is
-// lost (Lock.Lost): its validity passed without a successful extension, or an extension found
-// the key gone from a majority. Client.Do keeps a lock the same way, but Do also acquires, with
-// one context for the wait and for fn, and exec bounds the wait alone (--wait).
-type holder struct {
-	quit chan struct{}
-	done chan struct{}
-	once sync.Once
-
-	mu      sync.Mutex
-	lastErr error // the last failed extension's error
-}
-
-func hold(lock *redlock.Lock, ttl time.Duration) *holder {
-	h := &holder{quit: make(chan struct{}), done: make(chan struct{})}
-	lost := lock.Lost()
-	pause := func(d time.Duration) bool {
-		t := time.NewTimer(max(d, 0))
-		defer t.Stop()
-		select {
-		case <-h.quit:
-			return false
-		case <-lost:
-			return false
-		case <-t.C:
-			return true
-		}
-	}
-	go func() {
-		defer close(h.done)
-		for pause(time.Until(lock.Until()) - ttl/3) {
-			if err := lock.Extend(context.Background(), ttl); err != nil {
-				h.mu.Lock()
-				h.lastErr = err
-				h.mu.Unlock()
-				if !pause(ttl / 10) {
-					return
-				}
-			}
-		}
-	}()
-	return h
-}
-
-// err returns the last failed extension's error, nil if none failed.
-func (h *holder) err() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.lastErr
-}
-
-// stop ends the extension loop and waits for it; calling it again does nothing.
-func (h *holder) stop() {
-	h.once.Do(func() { close(h.quit) })
-	<-h.done
 }
 
 // childEnv is the command's environment: env with REDLOCK_TOKEN set to the lock's token, so

@@ -85,13 +85,21 @@ func (f *nodeFlags) parse() ([]node, error) {
 	if err != nil || f.caFile == "" {
 		return nodes, err
 	}
+	if err := f.trust(nodes); err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// trust makes the TLS nodes verify their servers against the CA certificates of --cacert.
+func (f *nodeFlags) trust(nodes []node) error {
 	pem, err := os.ReadFile(f.caFile)
 	if err != nil {
-		return nil, fmt.Errorf("--cacert: %v", err)
+		return fmt.Errorf("--cacert: %v", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--cacert: no PEM certificate in %s", f.caFile)
+		return fmt.Errorf("--cacert: no PEM certificate in %s", f.caFile)
 	}
 	for _, n := range nodes {
 		if n.opts != nil && n.opts.TLSConfig != nil {
@@ -101,7 +109,7 @@ func (f *nodeFlags) parse() ([]node, error) {
 			n.cluster.TLSConfig.RootCAs = pool
 		}
 	}
-	return nodes, nil
+	return nil
 }
 
 // parseNodes reads a comma-separated list of redis://, rediss://, redis+cluster:// or
@@ -112,62 +120,68 @@ func parseNodes(spec string) ([]node, error) {
 	var nodes []node
 	seen := map[string]int{}
 	for i, raw := range strings.Split(spec, ",") {
-		raw = strings.TrimSpace(raw)
-		name, clean := redactURL(raw)
-		if raw == "" {
-			return nil, fmt.Errorf("node %d: empty URL in the node list", i)
-		}
-		u, err := url.Parse(raw)
+		n, addrs, err := parseNode(i, strings.TrimSpace(raw))
 		if err != nil {
-			// url.Parse quotes the whole input in its error, password included: never print it.
-			return nil, fmt.Errorf("node %d (%s): not a valid URL", i, name)
-		}
-		if !clean {
-			// Parsers' errors may quote pieces of such a URL, password included.
-			return nil, fmt.Errorf("node %d (%s): not a clear URL: escape '@', ':', '/', '?' and '#' in the user name and password as %%XX", i, name)
-		}
-		if u.Host == "" {
-			return nil, fmt.Errorf("node %d (%s): no host", i, name)
-		}
-		n := node{name: name}
-		var addrs []string
-		switch u.Scheme {
-		case "redis", "rediss":
-			n.opts, err = redis.ParseURL(raw)
-			if err == nil {
-				addrs = []string{n.opts.Addr}
-				// The command bounds every call with a context; let go-redis honour it, and
-				// keep it from asking the server for maintenance notifications it may not know.
-				n.opts.ContextTimeoutEnabled = true
-				// One dial a call: a refused connection is reported as such, not as a timeout
-				// after go-redis's dial retries; the next call dials again anyway.
-				n.opts.DialerRetries = 1
-				n.opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-			}
-		case "redis+cluster", "rediss+cluster":
-			n.cluster, err = redis.ParseClusterURL(strings.Replace(raw, "+cluster", "", 1))
-			if err == nil {
-				addrs = n.cluster.Addrs
-				n.cluster.ContextTimeoutEnabled = true
-				n.cluster.DialerRetries = 1
-				n.cluster.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-			}
-		default:
-			return nil, fmt.Errorf("node %d (%s): want a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL", i, name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("node %d (%s): %v", i, name, err)
+			return nil, err
 		}
 		for _, a := range addrs {
 			if j, ok := seen[a]; ok {
 				// Two entries for one server would count one master twice towards the quorum.
-				return nil, fmt.Errorf("node %d (%s): the same server as node %d", i, name, j)
+				return nil, fmt.Errorf("node %d (%s): the same server as node %d", i, n.name, j)
 			}
 			seen[a] = i
 		}
 		nodes = append(nodes, n)
 	}
 	return nodes, nil
+}
+
+// parseNode reads the URL of node i and returns the node and the addresses it names.
+func parseNode(i int, raw string) (node, []string, error) {
+	name, clean := redactURL(raw)
+	if raw == "" {
+		return node{}, nil, fmt.Errorf("node %d: empty URL in the node list", i)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse quotes the whole input in its error, password included: never print it.
+		return node{}, nil, fmt.Errorf("node %d (%s): not a valid URL", i, name)
+	}
+	if !clean {
+		// Parsers' errors may quote pieces of such a URL, password included.
+		return node{}, nil, fmt.Errorf("node %d (%s): not a clear URL: escape '@', ':', '/', '?' and '#' in the user name and password as %%XX", i, name)
+	}
+	if u.Host == "" {
+		return node{}, nil, fmt.Errorf("node %d (%s): no host", i, name)
+	}
+	n := node{name: name}
+	var addrs []string
+	switch u.Scheme {
+	case "redis", "rediss":
+		if n.opts, err = redis.ParseURL(raw); err == nil {
+			addrs = []string{n.opts.Addr}
+			// The command bounds every call with a context; let go-redis honour it, and
+			// keep it from asking the server for maintenance notifications it may not know.
+			n.opts.ContextTimeoutEnabled = true
+			// One dial a call: a refused connection is reported as such, not as a timeout
+			// after go-redis's dial retries; the next call dials again anyway.
+			n.opts.DialerRetries = 1
+			n.opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		}
+	case "redis+cluster", "rediss+cluster":
+		if n.cluster, err = redis.ParseClusterURL(strings.Replace(raw, "+cluster", "", 1)); err == nil {
+			addrs = n.cluster.Addrs
+			n.cluster.ContextTimeoutEnabled = true
+			n.cluster.DialerRetries = 1
+			n.cluster.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		}
+	default:
+		return node{}, nil, fmt.Errorf("node %d (%s): want a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL", i, name)
+	}
+	if err != nil {
+		return node{}, nil, fmt.Errorf("node %d (%s): %v", i, name, err)
+	}
+	return n, addrs, nil
 }
 
 // redact returns raw with the password of its user information replaced by "xxxxx", also when
