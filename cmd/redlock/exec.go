@@ -60,9 +60,11 @@ type execConfig struct {
 	argv    []string // the command and its arguments
 }
 
-func (c *execConfig) flagSet(stderr io.Writer) *flag.FlagSet {
+// flagSet returns the flags of redlock exec, set into c when parsed; its output is discarded
+// (see commandLineError).
+func (c *execConfig) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("redlock exec", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	c.register(fs)
 	fs.DurationVar(&c.ttl, "ttl", 10*time.Second, "the lock's time to live; it is extended by as much whenever a third of it is left")
 	fs.DurationVar(&c.wait, "wait", 0, "how long to wait for the lock; 0 makes one attempt")
@@ -76,8 +78,11 @@ func (c *execConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// check validates what fs.Parse left in c and reads the nodes.
-func (c *execConfig) check(fs *flag.FlagSet) error {
+// parseArgs parses args with fs into c, checks them and reads the nodes.
+func (c *execConfig) parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	nodes, err := c.parse()
 	switch {
 	case err != nil:
@@ -97,16 +102,9 @@ func (c *execConfig) check(fs *flag.FlagSet) error {
 
 func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &execution{stdout: stdout, stderr: stderr}
-	fs := e.flagSet(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
-	}
-	if err := e.check(fs); err != nil {
-		fmt.Fprintf(stderr, "redlock exec: %v\n", err)
-		return exitUsage
+	fs := e.flagSet()
+	if err := e.parseArgs(fs, args); err != nil {
+		return commandLineError(fs, err, stdout, stderr)
 	}
 	return e.run(ctx)
 }

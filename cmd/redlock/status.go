@@ -55,34 +55,18 @@ const (
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("redlock status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var nf nodeFlags
+	fs := flag.NewFlagSet("redlock status", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // see commandLineError
 	nf.register(fs)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: redlock status (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [-json]\n\n"+
-			"Shows, for every node, whether it answered, whether it holds the key, the remaining TTL and\n"+
-			"the holder's token (shortened), then the verdict: held (one token on a quorum), free, split\n"+
-			"(held on some nodes, no quorum) or unknown (too few nodes answered). Exit status 0, or 1 when\n"+
-			"the verdict is unknown, 2 for bad flags.\n\n")
+		fmt.Fprint(fs.Output(), statusUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "redlock status: unexpected arguments %q\n", fs.Args())
-		fs.Usage()
-		return 2
-	}
-	nodes, err := nf.parse()
+	nodes, err := parseStatusArgs(fs, &nf, args)
 	if err != nil {
-		fmt.Fprintf(stderr, "redlock status: %v\n", err)
-		return 2
+		return commandLineError(fs, err, stdout, stderr)
 	}
 	cs := clients(nodes)
 	defer closeClients(cs)
@@ -109,6 +93,26 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	return 0
+}
+
+const statusUsage = `usage: redlock status (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [-json]
+
+Shows, for every node, whether it answered, whether it holds the key, the remaining TTL and
+the holder's token (shortened), then the verdict: held (one token on a quorum), free, split
+(held on some nodes, no quorum) or unknown (too few nodes answered). Exit status 0, or 1 when
+the verdict is unknown, 2 for bad flags.
+
+`
+
+// parseStatusArgs parses args with fs into nf and returns the nodes they name.
+func parseStatusArgs(fs *flag.FlagSet, nf *nodeFlags, args []string) ([]node, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nf.parse()
 }
 
 // inspect reads the key and its TTL from every node at once and weighs the answers.
