@@ -17,18 +17,24 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// Exit statuses of redlock exec besides the child's own (sysexits.h where one fits).
+// Exit statuses of redlock exec besides the command's own (sysexits.h where one fits).
 const (
 	exitUsage    = 2   // bad flags, URLs or command line
-	exitNotFound = 127 // the command was not found, as in sh
+	exitSoftware = 70  // EX_SOFTWARE: redlock itself failed (an error the library does not document)
+	exitTempFail = 75  // EX_TEMPFAIL: the lock was not acquired within --wait, or the cluster did not answer
+	exitNoPerm   = 77  // EX_NOPERM: so many nodes refused the credentials or failed TLS that no quorum is possible
 	exitNoExec   = 126 // the command was found but could not be run, as in sh
-	exitTempFail = 75  // EX_TEMPFAIL: the lock was not acquired within --wait
-	exitNoPerm   = 77  // EX_NOPERM: so many nodes refused the credentials (or failed TLS verification) that no quorum is possible
-	exitSoftware = 70  // EX_SOFTWARE: redlock itself failed
+	exitNotFound = 127 // the command was not found, as in sh
 )
+
+// driftFactor is the clock drift (a fraction of the ttl) that exec's locks allow for: the
+// library's default, given to it explicitly so that --ttl is checked against the same
+// allowance before any node is asked.
+const driftFactor = 0.01
 
 // forwarded are the signals redlock exec passes on to the command.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
@@ -42,9 +48,14 @@ the lock's fencing token in $REDLOCK_FENCE: hand it to the resource so that it c
 holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a process it
 hands it to takes the lock over with Client.Resume (until COMMAND ends: then it is released).
 
-Exit status: COMMAND's (128+n when killed by signal n); 75 when the lock was not acquired
-within --wait; 77 when too many nodes refused the credentials or failed TLS verification;
-2 for bad flags or URLs; 126/127 when COMMAND could not be run or found.
+Exit status: COMMAND's (128+n when signal n killed it), or
+  2      bad flags, URLs or command line, or a --ttl no longer than the clock drift it allows for
+  70     redlock itself failed (an error the library does not document)
+  75     the lock was not acquired within --wait, or the --cluster did not answer
+  77     so many nodes refused the credentials or failed TLS that no quorum is possible
+  126    COMMAND was found but could not be run
+  127    COMMAND was not found
+  128+n  signal n arrived while waiting for the lock (nothing was run)
 
 `
 
@@ -91,6 +102,8 @@ func (c *execConfig) parseArgs(fs *flag.FlagSet, args []string) error {
 		return errors.New("no command to run (put it after --)")
 	case c.ttl <= 0 || c.ttl%time.Millisecond != 0:
 		return fmt.Errorf("--ttl %v must be a positive whole number of milliseconds", c.ttl)
+	case c.ttl <= clock.Drift(c.ttl, driftFactor):
+		return fmt.Errorf("--ttl %v must be longer than the clock drift it allows for, %v", c.ttl, clock.Drift(c.ttl, driftFactor))
 	case c.wait < 0:
 		return fmt.Errorf("--wait %v must not be negative", c.wait)
 	case c.grace < 0:
@@ -161,14 +174,18 @@ func (e *execution) connect(ctx context.Context, cs []redis.UniversalClient) (*r
 		return nil, exitTempFail
 	}
 	e.nodes = nodes
-	opts := []redlock.Option{redlock.WithNodeTimeout(e.nodeTimeout), redlock.WithKeyPrefix(e.prefix)}
+	opts := []redlock.Option{redlock.WithNodeTimeout(e.nodeTimeout), redlock.WithKeyPrefix(e.prefix), redlock.WithDriftFactor(driftFactor)}
 	if e.fence {
 		opts = append(opts, redlock.WithFencing())
 	}
 	locker, err := e.locker(ctx, cs, opts...)
-	if err != nil {
+	switch {
+	case err != nil && e.cluster != "": // read again, the cluster did not answer
 		e.errorf("%v", err)
-		return nil, exitUsage
+		return nil, exitTempFail
+	case err != nil: // the flags were checked: nothing New refuses is left
+		e.errorf("%v", err)
+		return nil, exitSoftware
 	}
 	return locker, 0
 }
