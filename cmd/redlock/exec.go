@@ -203,7 +203,7 @@ func (e *execution) acquire(ctx context.Context, locker *redlock.Client) (*redlo
 	case err != nil:
 		return nil, e.notAcquired(err)
 	}
-	e.logf("acquired %q on a quorum of %d nodes, valid for %v", e.key, len(e.nodes), time.Until(lock.Until()).Round(time.Millisecond))
+	e.logf("acquired %q on a quorum of %s, valid for %v", e.key, count(len(e.nodes), "node"), time.Until(lock.Until()).Round(time.Millisecond))
 	if e.fence {
 		e.logf("fencing token %d", lock.Fence())
 	}
@@ -312,7 +312,7 @@ func preflight(ctx context.Context, cs []redis.UniversalClient, nodes []node, ti
 		fmt.Fprintf(stderr, "redlock exec: node %d (%s): %v\n", i, nodes[i].name, err)
 	}
 	if len(cs)-refused < len(cs)/2+1 {
-		fmt.Fprintf(stderr, "redlock exec: %d of %d nodes refused the credentials or failed TLS verification; no quorum is possible\n", refused, len(cs))
+		fmt.Fprintf(stderr, "redlock exec: %d of %s refused the credentials or failed TLS verification; no quorum is possible\n", refused, count(len(cs), "node"))
 		return exitNoPerm, false
 	}
 	return 0, true

@@ -73,6 +73,14 @@ func commandLineError(fs *flag.FlagSet, err error, stdout, stderr io.Writer) int
 	return usageError(stderr, fs.Name(), err)
 }
 
+// count writes n and noun, in the plural unless n is 1: "1 node", "3 nodes".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // A bad flag or argument prints the error and one line pointing at help, not the whole usage
@@ -59,6 +61,42 @@ func TestExecInvalidTTLIsAUsageError(t *testing.T) {
 		want := fmt.Sprintf("redlock exec: --ttl %s must be longer than the clock drift it allows for", ttl)
 		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, want) || strings.Contains(stderr, "dial") {
 			t.Errorf("--ttl %s: exit %d, stderr:\n%s\nwant 2 and %q, no node asked", ttl, code, stderr, want)
+		}
+	}
+}
+
+var onePlural = regexp.MustCompile(`\b1 (nodes|votes)\b|/1 nodes`)
+
+// With one node, every count reads "1 node", never "1 nodes".
+func TestOneNodeIsSingular(t *testing.T) {
+	s := redistest.StartACL(t, user, password)
+	nodes := fmt.Sprintf("redis://%s:%s@%s", user, password, s.Addr)
+	var outs []string
+	check := func(what string, code, want int, stdout, stderr string, wants ...string) {
+		t.Helper()
+		if code != want {
+			t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", what, code, want, stdout, stderr)
+		}
+		for _, w := range wants {
+			if !strings.Contains(stdout+stderr, w) {
+				t.Errorf("%s: no %q in\nstdout: %s\nstderr: %s", what, w, stdout, stderr)
+			}
+		}
+		outs = append(outs, stdout, stderr)
+	}
+	code, stdout, stderr := runCmd(t, nil, "status", "--nodes", nodes, "--key", "k")
+	check("status", code, 0, stdout, stderr, `key "k" on 1 node, quorum 1`)
+	code, stdout, stderr = runCmd(t, nil, "exec", "--nodes", nodes, "--key", "k", "--verbose", "--",
+		binary, "status", "--nodes", nodes, "--key", "k")
+	check("exec", code, 0, stdout, stderr, `acquired "k" on a quorum of 1 node,`, "verdict: held on a quorum (1/1 node) by")
+	wrong := strings.ReplaceAll(nodes, password, "Wrong-Horse")
+	code, stdout, stderr = runCmd(t, nil, "exec", "--nodes", wrong, "--key", "k", "--", "true")
+	check("exec, refused", code, exitNoPerm, stdout, stderr, "1 of 1 node refused")
+	code, stdout, stderr = runCmd(t, nil, "status", "--nodes", wrong, "--key", "k")
+	check("status, refused", code, 1, stdout, stderr, "fewer than 1 node answered")
+	for _, out := range outs {
+		if m := onePlural.FindString(out); m != "" {
+			t.Errorf("%q in:\n%s", m, out)
 		}
 	}
 }

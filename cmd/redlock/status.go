@@ -201,9 +201,9 @@ func shorten(tok string) string {
 
 func printStatus(w io.Writer, st lockStatus) {
 	if st.Cluster != "" {
-		fmt.Fprintf(w, "key %q on %d votes of %s, quorum %d\n", st.Key, len(st.Nodes), st.Cluster, st.Quorum)
+		fmt.Fprintf(w, "key %q on %s of %s, quorum %d\n", st.Key, count(len(st.Nodes), "vote"), st.Cluster, st.Quorum)
 	} else {
-		fmt.Fprintf(w, "key %q on %d nodes, quorum %d\n", st.Key, len(st.Nodes), st.Quorum)
+		fmt.Fprintf(w, "key %q on %s, quorum %d\n", st.Key, count(len(st.Nodes), "node"), st.Quorum)
 	}
 	fenced := slices.ContainsFunc(st.Nodes, func(n nodeStatus) bool { return n.Fence != 0 })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -243,12 +243,12 @@ func printStatus(w io.Writer, st lockStatus) {
 	}
 	switch st.Verdict {
 	case verdictHeld:
-		fmt.Fprintf(w, "verdict: held on a quorum (%d/%d nodes) by %s\n", st.Votes, len(st.Nodes), st.Holder)
+		fmt.Fprintf(w, "verdict: held on a quorum (%d/%s) by %s\n", st.Votes, count(len(st.Nodes), "node"), st.Holder)
 	case verdictFree:
 		fmt.Fprintln(w, "verdict: free")
 	case verdictSplit:
 		fmt.Fprintf(w, "verdict: split (held on some nodes, at most %d/%d under one token; quorum is %d)\n", st.Votes, len(st.Nodes), st.Quorum)
 	default:
-		fmt.Fprintf(w, "verdict: unknown (fewer than %d nodes answered)\n", st.Quorum)
+		fmt.Fprintf(w, "verdict: unknown (fewer than %s answered)\n", count(st.Quorum, "node"))
 	}
 }
