@@ -127,6 +127,7 @@ type execution struct {
 	execConfig
 	stdout, stderr io.Writer
 	sigs           chan os.Signal // the signals caught, to pass on to the command
+	reported       []bool         // by node: its failure was reported already
 }
 
 // errorf tells the user on stderr.
@@ -165,15 +166,17 @@ func (e *execution) run(ctx context.Context) int {
 
 // connect checks the nodes and returns the Client over them, or nil and the exit status.
 func (e *execution) connect(ctx context.Context, cs []redis.UniversalClient) (*redlock.Client, int) {
-	if code, ok := preflight(ctx, cs, e.nodes, e.nodeTimeout, e.stderr); !ok {
-		return nil, code
+	if !e.preflight(ctx, cs) {
+		return nil, exitNoPerm
 	}
-	nodes, _, err := e.expand(ctx, e.nodes, cs)
-	if err != nil { // the cluster did not answer
-		e.errorf("%v", err)
-		return nil, exitTempFail
+	if e.cluster != "" {
+		nodes, _, err := e.expand(ctx, e.nodes, cs)
+		if err != nil { // the cluster did not answer
+			e.errorf("%v", err)
+			return nil, exitTempFail
+		}
+		e.nodes, e.reported = nodes, nil // the votes, numbered anew
 	}
-	e.nodes = nodes
 	opts := []redlock.Option{redlock.WithNodeTimeout(e.nodeTimeout), redlock.WithKeyPrefix(e.prefix), redlock.WithDriftFactor(driftFactor)}
 	if e.fence {
 		opts = append(opts, redlock.WithFencing())
@@ -220,9 +223,11 @@ func (e *execution) notAcquired(err error) int {
 	waitOver := errors.Is(err, context.DeadlineExceeded)
 	for _, line := range describe(err, e.nodes) {
 		// The sentinel and the end of the wait are said above already, also for the nodes
-		// whose answer the end of the wait cut off.
+		// whose answer the end of the wait cut off; and preflight said what failed before.
+		i, ok := lineNode(line)
 		if line == redlock.ErrNotAcquired.Error() || line == context.DeadlineExceeded.Error() ||
-			waitOver && strings.HasSuffix(line, ": "+context.DeadlineExceeded.Error()) {
+			waitOver && strings.HasSuffix(line, ": "+context.DeadlineExceeded.Error()) ||
+			ok && i < len(e.reported) && e.reported[i] {
 			continue
 		}
 		fmt.Fprintf(e.stderr, "  %s\n", line)
@@ -299,23 +304,26 @@ func (e *execution) supervise(cmd *exec.Cmd, exited <-chan struct{}, lock *redlo
 
 // preflight pings every node once so that credentials a node refuses show at once, naming the
 // node, rather than as a wait for a lock that can never be had. It reports every node that
-// failed and stops (ok false) only when the refusals leave no quorum.
-func preflight(ctx context.Context, cs []redis.UniversalClient, nodes []node, timeout time.Duration, stderr io.Writer) (code int, ok bool) {
+// failed, and marks it so that it is not reported again if the lock is not acquired; it
+// returns false only when the refusals leave no quorum.
+func (e *execution) preflight(ctx context.Context, cs []redis.UniversalClient) bool {
 	refused := 0
-	for i, err := range ping(ctx, cs, timeout) {
+	e.reported = make([]bool, len(cs))
+	for i, err := range ping(ctx, cs, e.nodeTimeout) {
 		if err == nil {
 			continue
 		}
 		if authFailure(err) {
 			refused++
 		}
-		fmt.Fprintf(stderr, "redlock exec: node %d (%s): %v\n", i, nodes[i].name, err)
+		e.errorf("node %d (%s): %v", i, e.nodes[i].name, err)
+		e.reported[i] = true
 	}
 	if len(cs)-refused < len(cs)/2+1 {
-		fmt.Fprintf(stderr, "redlock exec: %d of %s refused the credentials or failed TLS verification; no quorum is possible\n", refused, count(len(cs), "node"))
-		return exitNoPerm, false
+		e.errorf("%d of %s refused the credentials or failed TLS verification; no quorum is possible", refused, count(len(cs), "node"))
+		return false
 	}
-	return 0, true
+	return true
 }
 
 // takeLock takes the lock: one attempt when wait is 0, else attempts until wait has passed. A

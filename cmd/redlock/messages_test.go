@@ -100,3 +100,22 @@ func TestOneNodeIsSingular(t *testing.T) {
 		}
 	}
 }
+
+// A node that cannot be reached is reported once, not by the pre-flight check and again when
+// the lock is not acquired.
+func TestExecNodeFailurePrintedOnce(t *testing.T) {
+	s := redistest.StartACL(t, user, password)
+	nodes := fmt.Sprintf("redis://%s:%s@%s,redis://127.0.0.1:%s,redis://127.0.0.1:%s", user, password, s.Addr, freeLoopbackPort(t), freeLoopbackPort(t))
+	code, stdout, stderr := runCmd(t, nil, "exec", "--nodes", nodes, "--key", "k", "--", "echo", "ran")
+	if code != exitTempFail || strings.Contains(stdout, "ran") {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+	for i := 1; i <= 2; i++ {
+		if n := strings.Count(stderr, fmt.Sprintf("node %d (", i)); n != 1 {
+			t.Errorf("node %d is reported %d times, want once:\n%s", i, n, stderr)
+		}
+		if !strings.Contains(stderr, "connection refused") {
+			t.Errorf("node %d: the failure does not say why:\n%s", i, stderr)
+		}
+	}
+}

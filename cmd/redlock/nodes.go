@@ -338,9 +338,16 @@ func ping(ctx context.Context, cs []redis.UniversalClient, timeout time.Duration
 // nodeOrder is the sort key of a line from describe: "" for a general line, else the node
 // index padded so that node 10 sorts after node 9.
 func nodeOrder(line string) string {
-	var i int
-	if _, err := fmt.Sscanf(line, "node %d ", &i); err != nil {
+	i, ok := lineNode(line)
+	if !ok {
 		return ""
 	}
 	return fmt.Sprintf("%09d", i)
+}
+
+// lineNode returns the node a line from describe is about, if any.
+func lineNode(line string) (int, bool) {
+	var i int
+	_, err := fmt.Sscanf(line, "node %d ", &i)
+	return i, err == nil
 }
