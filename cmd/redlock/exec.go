@@ -309,7 +309,7 @@ func (e *execution) supervise(cmd *exec.Cmd, exited <-chan struct{}, lock *redlo
 func (e *execution) preflight(ctx context.Context, cs []redis.UniversalClient) bool {
 	refused := 0
 	e.reported = make([]bool, len(cs))
-	for i, err := range ping(ctx, cs, e.nodeTimeout) {
+	for i, err := range ping(ctx, cs, e.nodes, e.nodeTimeout) {
 		if err == nil {
 			continue
 		}
@@ -320,7 +320,7 @@ func (e *execution) preflight(ctx context.Context, cs []redis.UniversalClient) b
 		e.reported[i] = true
 	}
 	if len(cs)-refused < len(cs)/2+1 {
-		e.errorf("%d of %s refused the credentials or failed TLS verification; no quorum is possible", refused, count(len(cs), "node"))
+		e.errorf("%d of %s refused the credentials or failed TLS; no quorum is possible", refused, count(len(cs), "node"))
 		return false
 	}
 	return true

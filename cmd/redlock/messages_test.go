@@ -119,3 +119,29 @@ func TestExecNodeFailurePrintedOnce(t *testing.T) {
 		}
 	}
 }
+
+// rediss:// to servers that speak plain Redis: the TLS handshake can never succeed, which is a
+// TLS failure (77, as documented) naming each node, not a lock that was not acquired (75).
+func TestExecTLSToAPlainServer(t *testing.T) {
+	c := startCluster(t)
+	nodes := strings.ReplaceAll(c.nodes, "redis://", "rediss://")
+	code, stdout, stderr := runCmd(t, nil, "exec", "--nodes", nodes, "--key", "k", "--wait", "10s", "--", "echo", "ran")
+	if code != exitNoPerm || strings.Contains(stdout, "ran") {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitNoPerm, stdout, stderr)
+	}
+	for i, s := range c.servers {
+		want := fmt.Sprintf("node %d (rediss://alice:xxxxx@%s): TLS handshake failed: the server answers in plain text", i, s.Addr)
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+	noPassword(t, stdout, stderr)
+	if n := c.holders(t, "k"); n != 0 {
+		t.Fatalf("%d nodes hold the key", n)
+	}
+	// status says the same of each node.
+	code, stdout, _ = runCmd(t, nil, "status", "--nodes", nodes, "--key", "k")
+	if code != 1 || strings.Count(stdout, "refused") != 3 || strings.Count(stdout, "answers in plain text") != 3 {
+		t.Fatalf("status: exit %d\n%s", code, stdout)
+	}
+}

@@ -122,7 +122,7 @@ func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stor
 	for i, c := range cs {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			st.Nodes[i] = inspectNode(ctx, c, nodes[i].tag, stored, timeout)
+			st.Nodes[i] = inspectNode(ctx, c, nodes[i], stored, timeout)
 			st.Nodes[i].Node, st.Nodes[i].URL, st.Nodes[i].Master = i, nodes[i].name, nodes[i].master
 		}()
 	}
@@ -160,20 +160,21 @@ func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stor
 	return st
 }
 
-// inspectNode reads the key from one node; tag, not empty for a vote of --cluster, is put
-// before every key as the vote puts it.
-func inspectNode(ctx context.Context, c redis.UniversalClient, tag, stored string, timeout time.Duration) nodeStatus {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// inspectNode reads the key from node n through c; n.tag, not empty for a vote of --cluster,
+// is put before every key as the vote puts it.
+func inspectNode(ctx context.Context, c redis.UniversalClient, n node, stored string, timeout time.Duration) nodeStatus {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var get, fence *redis.StringCmd
 	var pttl *redis.DurationCmd
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		get = p.Get(ctx, tag+stored)
-		pttl = p.PTTL(ctx, tag+stored)
-		fence = p.Get(ctx, tag+keyslot.Companion("fence", stored)) // the library's counter for fenced locks
+	_, err := c.Pipelined(rctx, func(p redis.Pipeliner) error {
+		get = p.Get(rctx, n.tag+stored)
+		pttl = p.PTTL(rctx, n.tag+stored)
+		fence = p.Get(rctx, n.tag+keyslot.Companion("fence", stored)) // the library's counter for fenced locks
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
+		err = n.explain(ctx, err, timeout)
 		return nodeStatus{Error: err.Error(), Refused: authFailure(err)}
 	}
 	f, _ := strconv.ParseUint(fence.Val(), 10, 64)
