@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -128,10 +129,13 @@ type execution struct {
 	stdout, stderr io.Writer
 	sigs           chan os.Signal // the signals caught, to pass on to the command
 	reported       []bool         // by node: its failure was reported already
+	mu             sync.Mutex     // one message at a time on stderr (see finish)
 }
 
 // errorf tells the user on stderr.
 func (e *execution) errorf(format string, a ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	fmt.Fprintf(e.stderr, "redlock exec: "+format+"\n", a...)
 }
 
@@ -150,18 +154,45 @@ func (e *execution) run(ctx context.Context) int {
 	defer signal.Stop(e.sigs)
 
 	cs := clients(e.nodes)
-	defer closeClients(cs)
 	locker, code := e.connect(ctx, cs)
-	if locker == nil {
-		return code
+	var lock *redlock.Lock
+	if locker != nil {
+		if lock, code = e.acquire(ctx, locker); lock != nil {
+			code = e.runCommand(lock)
+		}
 	}
-	defer locker.Close()
-	lock, code := e.acquire(ctx, locker)
-	if lock == nil {
-		return code
+	e.finish(ctx, lock, locker, cs)
+	return code
+}
+
+// exitBudget bounds what exec does once its command has ended (release the lock, close the
+// Client and the connections) so that it exits within 2 s of the command whatever the nodes
+// do: a node the release did not reach keeps the key until its ttl ends, as after a crash.
+const exitBudget = time.Second
+
+// finish releases lock (when not nil) and closes locker (when not nil) and cs, giving up after
+// exitBudget. What it gave up on is left to the process's exit, which follows at once: the
+// library bounds Unlock by the node timeout, which --node-timeout may make long, and Close by
+// the calls it waits for.
+func (e *execution) finish(ctx context.Context, lock *redlock.Lock, locker *redlock.Client, cs []redis.UniversalClient) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if lock != nil {
+			e.release(ctx, lock)
+		}
+		if locker != nil {
+			locker.Close()
+		}
+		closeClients(cs)
+	}()
+	t := time.NewTimer(exitBudget)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		e.logf("release and clean-up not done after %v; exiting without them (a node not released keeps the key until its ttl ends)", exitBudget)
 	}
-	defer e.release(ctx, lock)
-	return e.runCommand(lock)
 }
 
 // connect checks the nodes and returns the Client over them, or nil and the exit status.
@@ -240,7 +271,7 @@ func (e *execution) notAcquired(err error) int {
 
 // release gives the lock back, whatever ended the command, on a context of its own.
 func (e *execution) release(ctx context.Context, lock *redlock.Lock) {
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*e.nodeTimeout)
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exitBudget)
 	defer cancel()
 	if err := lock.Unlock(uctx); err != nil {
 		e.logf("release: %s", strings.Join(describe(err, e.nodes), "; "))
@@ -265,7 +296,7 @@ func (e *execution) runCommand(lock *redlock.Lock) int {
 	go func() { cmd.Wait(); close(exited) }()
 
 	h := hold(lock, e.ttl)
-	defer h.stop()
+	defer h.end()
 	return e.supervise(cmd, exited, lock, h)
 }
 
@@ -277,7 +308,7 @@ func (e *execution) supervise(cmd *exec.Cmd, exited <-chan struct{}, lock *redlo
 	for {
 		select {
 		case <-exited:
-			h.stop()
+			h.end()
 			return status(cmd.ProcessState)
 		case s := <-e.sigs:
 			e.logf("passing %v to the command", s)

@@ -14,22 +14,23 @@ import (
 // the key gone from a majority. Client.Do keeps a lock the same way, but Do also acquires, with
 // one context for the wait and for fn, and exec bounds the wait alone (--wait).
 type holder struct {
-	quit chan struct{}
+	stop context.CancelFunc // ends the loop, and the extension in flight
 	done chan struct{}
-	once sync.Once
 
 	mu      sync.Mutex
 	lastErr error // the last failed extension's error
 }
 
 func hold(lock *redlock.Lock, ttl time.Duration) *holder {
-	h := &holder{quit: make(chan struct{}), done: make(chan struct{})}
+	h := &holder{done: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	h.stop = stop
 	lost := lock.Lost()
 	pause := func(d time.Duration) bool {
 		t := time.NewTimer(max(d, 0))
 		defer t.Stop()
 		select {
-		case <-h.quit:
+		case <-ctx.Done():
 			return false
 		case <-lost:
 			return false
@@ -40,7 +41,7 @@ func hold(lock *redlock.Lock, ttl time.Duration) *holder {
 	go func() {
 		defer close(h.done)
 		for pause(time.Until(lock.Until()) - ttl/3) {
-			if err := lock.Extend(context.Background(), ttl); err != nil {
+			if err := lock.Extend(ctx, ttl); err != nil {
 				h.mu.Lock()
 				h.lastErr = err
 				h.mu.Unlock()
@@ -60,8 +61,9 @@ func (h *holder) err() error {
 	return h.lastErr
 }
 
-// stop ends the extension loop and waits for it; calling it again does nothing.
-func (h *holder) stop() {
-	h.once.Do(func() { close(h.quit) })
+// end stops the extension loop, cutting an extension in flight short, and waits for it;
+// calling it again does nothing.
+func (h *holder) end() {
+	h.stop()
 	<-h.done
 }
