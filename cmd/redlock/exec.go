@@ -18,150 +18,275 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// Exit statuses of redlock exec besides the child's own (sysexits.h where one fits).
+// Exit statuses of redlock exec besides the command's own (sysexits.h where one fits).
 const (
 	exitUsage    = 2   // bad flags, URLs or command line
-	exitNotFound = 127 // the command was not found, as in sh
+	exitSoftware = 70  // EX_SOFTWARE: redlock itself failed (an error the library does not document)
+	exitTempFail = 75  // EX_TEMPFAIL: the lock was not acquired within --wait, or the cluster did not answer
+	exitNoPerm   = 77  // EX_NOPERM: so many nodes refused the credentials or failed TLS that no quorum is possible
 	exitNoExec   = 126 // the command was found but could not be run, as in sh
-	exitTempFail = 75  // EX_TEMPFAIL: the lock was not acquired within --wait
-	exitNoPerm   = 77  // EX_NOPERM: so many nodes refused the credentials (or failed TLS verification) that no quorum is possible
-	exitSoftware = 70  // EX_SOFTWARE: redlock itself failed
+	exitNotFound = 127 // the command was not found, as in sh
 )
+
+// driftFactor is the clock drift (a fraction of the ttl) that exec's locks allow for: the
+// library's default, given to it explicitly so that --ttl is checked against the same
+// allowance before any node is asked.
+const driftFactor = 0.01
 
 // forwarded are the signals redlock exec passes on to the command.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
-func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+const execUsage = `usage: redlock exec (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [flags] -- COMMAND [ARG...]
+
+Acquires the lock on a quorum of the nodes, runs COMMAND while keeping the lock extended, and
+releases it when COMMAND ends. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after
+--grace. Signals sent to redlock exec are passed on to COMMAND. With --fence, COMMAND finds
+the lock's fencing token in $REDLOCK_FENCE: hand it to the resource so that it can refuse a
+holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a process it
+hands it to takes the lock over with Client.Resume (until COMMAND ends: then it is released).
+
+Exit status: COMMAND's (128+n when signal n killed it), or
+  2      bad flags, URLs or command line, or a --ttl no longer than the clock drift it allows for
+  70     redlock itself failed (an error the library does not document)
+  75     the lock was not acquired within --wait, or the --cluster did not answer
+  77     so many nodes refused the credentials or failed TLS that no quorum is possible
+  126    COMMAND was found but could not be run
+  127    COMMAND was not found
+  128+n  signal n arrived while waiting for the lock (nothing was run)
+
+`
+
+// execConfig is what the command line asks redlock exec to do.
+type execConfig struct {
+	nodeFlags
+	nodes   []node
+	ttl     time.Duration
+	wait    time.Duration
+	grace   time.Duration
+	fence   bool
+	verbose bool
+	argv    []string // the command and its arguments
+}
+
+// flagSet returns the flags of redlock exec, set into c when parsed; its output is discarded
+// (see commandLineError).
+func (c *execConfig) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("redlock exec", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var nf nodeFlags
-	nf.register(fs)
-	ttl := fs.Duration("ttl", 10*time.Second, "the lock's time to live; it is extended by as much whenever a third of it is left")
-	wait := fs.Duration("wait", 0, "how long to wait for the lock; 0 makes one attempt")
-	grace := fs.Duration("grace", 10*time.Second, "after the lock is lost, how long the command has between SIGTERM and SIGKILL")
-	fence := fs.Bool("fence", false, "acquire with a fencing token (one more round trip) and give it to the command in $REDLOCK_FENCE")
-	verbose := fs.Bool("verbose", false, "report acquisition, loss and release on stderr")
+	fs.SetOutput(io.Discard)
+	c.register(fs)
+	fs.DurationVar(&c.ttl, "ttl", 10*time.Second, "the lock's time to live; it is extended by as much whenever a third of it is left")
+	fs.DurationVar(&c.wait, "wait", 0, "how long to wait for the lock; 0 makes one attempt")
+	fs.DurationVar(&c.grace, "grace", 10*time.Second, "after the lock is lost, how long the command has between SIGTERM and SIGKILL")
+	fs.BoolVar(&c.fence, "fence", false, "acquire with a fencing token (one more round trip) and give it to the command in $REDLOCK_FENCE")
+	fs.BoolVar(&c.verbose, "verbose", false, "report acquisition, loss and release on stderr")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: redlock exec (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [flags] -- COMMAND [ARG...]\n\n"+
-			"Acquires the lock on a quorum of the nodes, runs COMMAND while keeping the lock extended, and\n"+
-			"releases it when COMMAND ends. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after\n"+
-			"--grace. Signals sent to redlock exec are passed on to COMMAND. With --fence, COMMAND finds\n"+
-			"the lock's fencing token in $REDLOCK_FENCE: hand it to the resource so that it can refuse a\n"+
-			"holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a process it\n"+
-			"hands it to takes the lock over with Client.Resume (until COMMAND ends: then it is released).\n\n"+
-			"Exit status: COMMAND's (128+n when killed by signal n); 75 when the lock was not acquired\n"+
-			"within --wait; 77 when too many nodes refused the credentials or failed TLS verification;\n2 for bad flags or URLs; "+
-			"126/127 when COMMAND could not be run or found.\n\n")
+		fmt.Fprint(fs.Output(), execUsage)
 		fs.PrintDefaults()
 	}
+	return fs
+}
+
+// parseArgs parses args with fs into c, checks them and reads the nodes.
+func (c *execConfig) parseArgs(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+		return err
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "redlock exec: "+format+"\n", a...)
-		return exitUsage
-	}
-	nodes, err := nf.parse()
+	nodes, err := c.parse()
 	switch {
 	case err != nil:
-		return usageErr("%v", err)
+		return err
 	case fs.NArg() == 0:
-		return usageErr("no command to run (put it after --)")
-	case *ttl <= 0 || *ttl%time.Millisecond != 0:
-		return usageErr("--ttl %v must be a positive whole number of milliseconds", *ttl)
-	case *wait < 0:
-		return usageErr("--wait %v must not be negative", *wait)
-	case *grace < 0:
-		return usageErr("--grace %v must not be negative", *grace)
+		return errors.New("no command to run (put it after --)")
+	case c.ttl <= 0 || c.ttl%time.Millisecond != 0:
+		return fmt.Errorf("--ttl %v must be a positive whole number of milliseconds", c.ttl)
+	case c.ttl <= clock.Drift(c.ttl, driftFactor):
+		return fmt.Errorf("--ttl %v must be longer than the clock drift it allows for, %v", c.ttl, clock.Drift(c.ttl, driftFactor))
+	case c.wait < 0:
+		return fmt.Errorf("--wait %v must not be negative", c.wait)
+	case c.grace < 0:
+		return fmt.Errorf("--grace %v must not be negative", c.grace)
 	}
-	logf := func(format string, a ...any) {
-		if *verbose {
-			fmt.Fprintf(stderr, "redlock exec: "+format+"\n", a...)
-		}
-	}
+	c.nodes, c.argv = nodes, fs.Args()
+	return nil
+}
 
+func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := &execution{stdout: stdout, stderr: stderr}
+	fs := e.flagSet()
+	if err := e.parseArgs(fs, args); err != nil {
+		return commandLineError(fs, err, stdout, stderr)
+	}
+	return e.run(ctx)
+}
+
+// An execution is one run of redlock exec.
+type execution struct {
+	execConfig
+	stdout, stderr io.Writer
+	sigs           chan os.Signal // the signals caught, to pass on to the command
+	reported       []bool         // by node: its failure was reported already
+	mu             sync.Mutex     // one message at a time on stderr (see finish)
+}
+
+// errorf tells the user on stderr.
+func (e *execution) errorf(format string, a ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fmt.Fprintf(e.stderr, "redlock exec: "+format+"\n", a...)
+}
+
+// logf tells the user on stderr with --verbose.
+func (e *execution) logf(format string, a ...any) {
+	if e.verbose {
+		e.errorf(format, a...)
+	}
+}
+
+func (e *execution) run(ctx context.Context) int {
 	// Signals are caught from the start: while waiting for the lock they end the wait, later
 	// they go to the command.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
+	e.sigs = make(chan os.Signal, 8)
+	signal.Notify(e.sigs, forwarded...)
+	defer signal.Stop(e.sigs)
 
-	cs := clients(nodes)
-	defer closeClients(cs)
-	if code, ok := preflight(ctx, cs, nodes, nf.nodeTimeout, stderr); !ok {
-		return code
+	cs := clients(e.nodes)
+	locker, code := e.connect(ctx, cs)
+	var lock *redlock.Lock
+	if locker != nil {
+		if lock, code = e.acquire(ctx, locker); lock != nil {
+			code = e.runCommand(lock)
+		}
 	}
-	nodes, _, err = nf.expand(ctx, nodes, cs)
-	if err != nil { // the cluster did not answer
-		fmt.Fprintf(stderr, "redlock exec: %v\n", err)
-		return exitTempFail
+	e.finish(ctx, lock, locker, cs)
+	return code
+}
+
+// exitBudget bounds what exec does once its command has ended (release the lock, close the
+// Client and the connections) so that it exits within 2 s of the command whatever the nodes
+// do: a node the release did not reach keeps the key until its ttl ends, as after a crash.
+const exitBudget = time.Second
+
+// finish releases lock (when not nil) and closes locker (when not nil) and cs, giving up after
+// exitBudget. What it gave up on is left to the process's exit, which follows at once: the
+// library bounds Unlock by the node timeout, which --node-timeout may make long, and Close by
+// the calls it waits for.
+func (e *execution) finish(ctx context.Context, lock *redlock.Lock, locker *redlock.Client, cs []redis.UniversalClient) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if lock != nil {
+			e.release(ctx, lock)
+		}
+		if locker != nil {
+			locker.Close()
+		}
+		closeClients(cs)
+	}()
+	t := time.NewTimer(exitBudget)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		e.logf("release and clean-up not done after %v; exiting without them (a node not released keeps the key until its ttl ends)", exitBudget)
 	}
-	opts := []redlock.Option{redlock.WithNodeTimeout(nf.nodeTimeout), redlock.WithKeyPrefix(nf.prefix)}
-	if *fence {
+}
+
+// connect checks the nodes and returns the Client over them, or nil and the exit status.
+func (e *execution) connect(ctx context.Context, cs []redis.UniversalClient) (*redlock.Client, int) {
+	if !e.preflight(ctx, cs) {
+		return nil, exitNoPerm
+	}
+	if e.cluster != "" {
+		nodes, _, err := e.expand(ctx, e.nodes, cs)
+		if err != nil { // the cluster did not answer
+			e.errorf("%v", err)
+			return nil, exitTempFail
+		}
+		e.nodes, e.reported = nodes, nil // the votes, numbered anew
+	}
+	opts := []redlock.Option{redlock.WithNodeTimeout(e.nodeTimeout), redlock.WithKeyPrefix(e.prefix), redlock.WithDriftFactor(driftFactor)}
+	if e.fence {
 		opts = append(opts, redlock.WithFencing())
 	}
-	locker, err := nf.locker(ctx, cs, opts...)
-	if err != nil {
-		return usageErr("%v", err)
+	locker, err := e.locker(ctx, cs, opts...)
+	switch {
+	case err != nil && e.cluster != "": // read again, the cluster did not answer
+		e.errorf("%v", err)
+		return nil, exitTempFail
+	case err != nil: // the flags were checked: nothing New refuses is left
+		e.errorf("%v", err)
+		return nil, exitSoftware
 	}
-	defer locker.Close()
+	return locker, 0
+}
 
-	if *wait > 0 {
-		logf("waiting up to %v for %q", *wait, nf.key)
+// acquire takes the lock, or returns nil and the exit status.
+func (e *execution) acquire(ctx context.Context, locker *redlock.Client) (*redlock.Lock, int) {
+	if e.wait > 0 {
+		e.logf("waiting up to %v for %q", e.wait, e.key)
 	}
-	lock, sig, err := acquire(ctx, locker, nf.key, *ttl, *wait, sigs)
-	if sig != nil {
-		fmt.Fprintf(stderr, "redlock exec: %v while waiting for the lock\n", sig)
-		return 128 + int(sig.(syscall.Signal))
+	lock, sig, err := takeLock(ctx, locker, e.key, e.ttl, e.wait, e.sigs)
+	switch {
+	case sig != nil:
+		e.errorf("%v while waiting for the lock", sig)
+		return nil, 128 + int(sig.(syscall.Signal))
+	case err != nil:
+		return nil, e.notAcquired(err)
 	}
-	if err != nil {
-		if *wait > 0 {
-			fmt.Fprintf(stderr, "redlock exec: lock %q not acquired within %v\n", nf.key, *wait)
-		} else {
-			fmt.Fprintf(stderr, "redlock exec: lock %q not acquired\n", nf.key)
-		}
-		waitOver := errors.Is(err, context.DeadlineExceeded)
-		for _, line := range describe(err, nodes) {
-			// The sentinel and the end of the wait are said above already, also for the nodes
-			// whose answer the end of the wait cut off.
-			if line == redlock.ErrNotAcquired.Error() || line == context.DeadlineExceeded.Error() ||
-				waitOver && strings.HasSuffix(line, ": "+context.DeadlineExceeded.Error()) {
-				continue
-			}
-			fmt.Fprintf(stderr, "  %s\n", line)
-		}
-		if errors.Is(err, redlock.ErrNotAcquired) {
-			return exitTempFail
-		}
-		return exitSoftware
+	e.logf("acquired %q on a quorum of %s, valid for %v", e.key, count(len(e.nodes), "node"), time.Until(lock.Until()).Round(time.Millisecond))
+	if e.fence {
+		e.logf("fencing token %d", lock.Fence())
 	}
-	logf("acquired %q on a quorum of %d nodes, valid for %v", nf.key, len(nodes), time.Until(lock.Until()).Round(time.Millisecond))
-	if *fence {
-		logf("fencing token %d", lock.Fence())
-	}
+	return lock, 0
+}
 
-	defer func() {
-		// Released whatever ended the command, on a context of its own.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*nf.nodeTimeout)
-		defer cancel()
-		if err := lock.Unlock(uctx); err != nil {
-			logf("release: %s", strings.Join(describe(err, nodes), "; "))
-		} else {
-			logf("released %q", nf.key)
+// notAcquired says why the lock was not acquired and returns the exit status.
+func (e *execution) notAcquired(err error) int {
+	if e.wait > 0 {
+		e.errorf("lock %q not acquired within %v", e.key, e.wait)
+	} else {
+		e.errorf("lock %q not acquired", e.key)
+	}
+	waitOver := errors.Is(err, context.DeadlineExceeded)
+	for _, line := range describe(err, e.nodes) {
+		// The sentinel and the end of the wait are said above already, also for the nodes
+		// whose answer the end of the wait cut off; and preflight said what failed before.
+		i, ok := lineNode(line)
+		if line == redlock.ErrNotAcquired.Error() || line == context.DeadlineExceeded.Error() ||
+			waitOver && strings.HasSuffix(line, ": "+context.DeadlineExceeded.Error()) ||
+			ok && i < len(e.reported) && e.reported[i] {
+			continue
 		}
-	}()
+		fmt.Fprintf(e.stderr, "  %s\n", line)
+	}
+	if errors.Is(err, redlock.ErrNotAcquired) {
+		return exitTempFail
+	}
+	return exitSoftware
+}
 
-	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+// release gives the lock back, whatever ended the command, on a context of its own.
+func (e *execution) release(ctx context.Context, lock *redlock.Lock) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exitBudget)
+	defer cancel()
+	if err := lock.Unlock(uctx); err != nil {
+		e.logf("release: %s", strings.Join(describe(err, e.nodes), "; "))
+	} else {
+		e.logf("released %q", e.key)
+	}
+}
+
+// runCommand runs the command while it keeps the lock, and returns its exit status.
+func (e *execution) runCommand(lock *redlock.Lock) int {
+	cmd := exec.Command(e.argv[0], e.argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.stdout, e.stderr
 	cmd.Env = childEnv(os.Environ(), lock.Fence(), lock.Token())
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "redlock exec: %v\n", err)
+		e.errorf("%v", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return exitNotFound
 		}
@@ -170,33 +295,39 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 
-	h := hold(lock, *ttl)
-	defer h.stop()
+	h := hold(lock, e.ttl)
+	defer h.end()
+	return e.supervise(cmd, exited, lock, h)
+}
+
+// supervise passes signals on to the running command and ends it when the lock is lost:
+// SIGTERM, then SIGKILL after --grace. It returns the command's exit status.
+func (e *execution) supervise(cmd *exec.Cmd, exited <-chan struct{}, lock *redlock.Lock, h *holder) int {
 	var kill <-chan time.Time
 	lost := lock.Lost()
 	for {
 		select {
 		case <-exited:
-			h.stop()
+			h.end()
 			return status(cmd.ProcessState)
-		case s := <-sigs:
-			logf("passing %v to the command", s)
+		case s := <-e.sigs:
+			e.logf("passing %v to the command", s)
 			cmd.Process.Signal(s)
 		case <-lost:
 			lost = nil
-			fmt.Fprintf(stderr, "redlock exec: lock %q lost; sending SIGTERM, SIGKILL in %v\n", nf.key, *grace)
-			for _, line := range describe(h.err(), nodes) {
+			e.errorf("lock %q lost; sending SIGTERM, SIGKILL in %v", e.key, e.grace)
+			for _, line := range describe(h.err(), e.nodes) {
 				if line != redlock.ErrNotHeld.Error() {
-					fmt.Fprintf(stderr, "  %s\n", line)
+					fmt.Fprintf(e.stderr, "  %s\n", line)
 				}
 			}
 			cmd.Process.Signal(syscall.SIGTERM)
-			t := time.NewTimer(*grace)
+			t := time.NewTimer(e.grace)
 			defer t.Stop()
 			kill = t.C
 		case <-kill:
 			kill = nil
-			fmt.Fprintf(stderr, "redlock exec: command still running %v after SIGTERM; sending SIGKILL\n", *grace)
+			e.errorf("command still running %v after SIGTERM; sending SIGKILL", e.grace)
 			cmd.Process.Kill()
 		}
 	}
@@ -204,28 +335,31 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // preflight pings every node once so that credentials a node refuses show at once, naming the
 // node, rather than as a wait for a lock that can never be had. It reports every node that
-// failed and stops (ok false) only when the refusals leave no quorum.
-func preflight(ctx context.Context, cs []redis.UniversalClient, nodes []node, timeout time.Duration, stderr io.Writer) (code int, ok bool) {
+// failed, and marks it so that it is not reported again if the lock is not acquired; it
+// returns false only when the refusals leave no quorum.
+func (e *execution) preflight(ctx context.Context, cs []redis.UniversalClient) bool {
 	refused := 0
-	for i, err := range ping(ctx, cs, timeout) {
+	e.reported = make([]bool, len(cs))
+	for i, err := range ping(ctx, cs, e.nodes, e.nodeTimeout) {
 		if err == nil {
 			continue
 		}
 		if authFailure(err) {
 			refused++
 		}
-		fmt.Fprintf(stderr, "redlock exec: node %d (%s): %v\n", i, nodes[i].name, err)
+		e.errorf("node %d (%s): %v", i, e.nodes[i].name, err)
+		e.reported[i] = true
 	}
 	if len(cs)-refused < len(cs)/2+1 {
-		fmt.Fprintf(stderr, "redlock exec: %d of %d nodes refused the credentials or failed TLS verification; no quorum is possible\n", refused, len(cs))
-		return exitNoPerm, false
+		e.errorf("%d of %s refused the credentials or failed TLS; no quorum is possible", refused, count(len(cs), "node"))
+		return false
 	}
-	return 0, true
+	return true
 }
 
-// acquire takes the lock: one attempt when wait is 0, else attempts until wait has passed. A
+// takeLock takes the lock: one attempt when wait is 0, else attempts until wait has passed. A
 // signal from sigs ends the wait and is returned.
-func acquire(ctx context.Context, locker *redlock.Client, key string, ttl, wait time.Duration, sigs <-chan os.Signal) (*redlock.Lock, os.Signal, error) {
+func takeLock(ctx context.Context, locker *redlock.Client, key string, ttl, wait time.Duration, sigs <-chan os.Signal) (*redlock.Lock, os.Signal, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -257,64 +391,6 @@ func acquire(ctx context.Context, locker *redlock.Client, key string, ttl, wait 
 		}
 		return nil, s, nil
 	}
-}
-
-// holder keeps a lock extended while the command runs: when a third of the ttl is left, and
-// again soon after a failed extension, until stopped. The library decides when the lock is
-// lost (Lock.Lost): its validity passed without a successful extension, or an extension found
-// the key gone from a majority. Client.Do keeps a lock the same way, but Do also acquires, with
-// one context for the wait and for fn, and exec bounds the wait alone (--wait).
-type holder struct {
-	quit chan struct{}
-	done chan struct{}
-	once sync.Once
-
-	mu      sync.Mutex
-	lastErr error // the last failed extension's error
-}
-
-func hold(lock *redlock.Lock, ttl time.Duration) *holder {
-	h := &holder{quit: make(chan struct{}), done: make(chan struct{})}
-	lost := lock.Lost()
-	pause := func(d time.Duration) bool {
-		t := time.NewTimer(max(d, 0))
-		defer t.Stop()
-		select {
-		case <-h.quit:
-			return false
-		case <-lost:
-			return false
-		case <-t.C:
-			return true
-		}
-	}
-	go func() {
-		defer close(h.done)
-		for pause(time.Until(lock.Until()) - ttl/3) {
-			if err := lock.Extend(context.Background(), ttl); err != nil {
-				h.mu.Lock()
-				h.lastErr = err
-				h.mu.Unlock()
-				if !pause(ttl / 10) {
-					return
-				}
-			}
-		}
-	}()
-	return h
-}
-
-// err returns the last failed extension's error, nil if none failed.
-func (h *holder) err() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.lastErr
-}
-
-// stop ends the extension loop and waits for it; calling it again does nothing.
-func (h *holder) stop() {
-	h.once.Do(func() { close(h.quit) })
-	<-h.done
 }
 
 // childEnv is the command's environment: env with REDLOCK_TOKEN set to the lock's token, so

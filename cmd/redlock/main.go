@@ -5,9 +5,12 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -45,9 +48,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "redlock: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		if name, ok := strings.CutPrefix(args[0], "-"); ok {
+			return usageError(stderr, "redlock", fmt.Errorf("flag provided but not defined: -%s", strings.TrimPrefix(name, "-")))
+		}
+		return usageError(stderr, "redlock", fmt.Errorf("unknown command %q", args[0]))
 	}
+}
+
+// usageError tells that the command line of cmd ("redlock exec") is wrong in two lines, the
+// error and where the usage is, so that the error does not scroll away behind the usage.
+func usageError(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\nrun '%s -h' for usage\n", cmd, err, cmd)
+	return exitUsage
+}
+
+// commandLineError ends a subcommand whose command line fs (made with its output discarded)
+// refused with err: -h prints the usage on stdout, anything else is a usageError.
+func commandLineError(fs *flag.FlagSet, err error, stdout, stderr io.Writer) int {
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return 0
+	}
+	return usageError(stderr, fs.Name(), err)
+}
+
+// count writes n and noun, in the plural unless n is 1: "1 node", "3 nodes".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 type quiet struct{}

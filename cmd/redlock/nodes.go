@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -85,13 +87,21 @@ func (f *nodeFlags) parse() ([]node, error) {
 	if err != nil || f.caFile == "" {
 		return nodes, err
 	}
+	if err := f.trust(nodes); err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// trust makes the TLS nodes verify their servers against the CA certificates of --cacert.
+func (f *nodeFlags) trust(nodes []node) error {
 	pem, err := os.ReadFile(f.caFile)
 	if err != nil {
-		return nil, fmt.Errorf("--cacert: %v", err)
+		return fmt.Errorf("--cacert: %v", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--cacert: no PEM certificate in %s", f.caFile)
+		return fmt.Errorf("--cacert: no PEM certificate in %s", f.caFile)
 	}
 	for _, n := range nodes {
 		if n.opts != nil && n.opts.TLSConfig != nil {
@@ -101,7 +111,7 @@ func (f *nodeFlags) parse() ([]node, error) {
 			n.cluster.TLSConfig.RootCAs = pool
 		}
 	}
-	return nodes, nil
+	return nil
 }
 
 // parseNodes reads a comma-separated list of redis://, rediss://, redis+cluster:// or
@@ -112,62 +122,68 @@ func parseNodes(spec string) ([]node, error) {
 	var nodes []node
 	seen := map[string]int{}
 	for i, raw := range strings.Split(spec, ",") {
-		raw = strings.TrimSpace(raw)
-		name, clean := redactURL(raw)
-		if raw == "" {
-			return nil, fmt.Errorf("node %d: empty URL in the node list", i)
-		}
-		u, err := url.Parse(raw)
+		n, addrs, err := parseNode(i, strings.TrimSpace(raw))
 		if err != nil {
-			// url.Parse quotes the whole input in its error, password included: never print it.
-			return nil, fmt.Errorf("node %d (%s): not a valid URL", i, name)
-		}
-		if !clean {
-			// Parsers' errors may quote pieces of such a URL, password included.
-			return nil, fmt.Errorf("node %d (%s): not a clear URL: escape '@', ':', '/', '?' and '#' in the user name and password as %%XX", i, name)
-		}
-		if u.Host == "" {
-			return nil, fmt.Errorf("node %d (%s): no host", i, name)
-		}
-		n := node{name: name}
-		var addrs []string
-		switch u.Scheme {
-		case "redis", "rediss":
-			n.opts, err = redis.ParseURL(raw)
-			if err == nil {
-				addrs = []string{n.opts.Addr}
-				// The command bounds every call with a context; let go-redis honour it, and
-				// keep it from asking the server for maintenance notifications it may not know.
-				n.opts.ContextTimeoutEnabled = true
-				// One dial a call: a refused connection is reported as such, not as a timeout
-				// after go-redis's dial retries; the next call dials again anyway.
-				n.opts.DialerRetries = 1
-				n.opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-			}
-		case "redis+cluster", "rediss+cluster":
-			n.cluster, err = redis.ParseClusterURL(strings.Replace(raw, "+cluster", "", 1))
-			if err == nil {
-				addrs = n.cluster.Addrs
-				n.cluster.ContextTimeoutEnabled = true
-				n.cluster.DialerRetries = 1
-				n.cluster.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-			}
-		default:
-			return nil, fmt.Errorf("node %d (%s): want a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL", i, name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("node %d (%s): %v", i, name, err)
+			return nil, err
 		}
 		for _, a := range addrs {
 			if j, ok := seen[a]; ok {
 				// Two entries for one server would count one master twice towards the quorum.
-				return nil, fmt.Errorf("node %d (%s): the same server as node %d", i, name, j)
+				return nil, fmt.Errorf("node %d (%s): the same server as node %d", i, n.name, j)
 			}
 			seen[a] = i
 		}
 		nodes = append(nodes, n)
 	}
 	return nodes, nil
+}
+
+// parseNode reads the URL of node i and returns the node and the addresses it names.
+func parseNode(i int, raw string) (node, []string, error) {
+	name, clean := redactURL(raw)
+	if raw == "" {
+		return node{}, nil, fmt.Errorf("node %d: empty URL in the node list", i)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse quotes the whole input in its error, password included: never print it.
+		return node{}, nil, fmt.Errorf("node %d (%s): not a valid URL", i, name)
+	}
+	if !clean {
+		// Parsers' errors may quote pieces of such a URL, password included.
+		return node{}, nil, fmt.Errorf("node %d (%s): not a clear URL: escape '@', ':', '/', '?' and '#' in the user name and password as %%XX", i, name)
+	}
+	if u.Host == "" {
+		return node{}, nil, fmt.Errorf("node %d (%s): no host", i, name)
+	}
+	n := node{name: name}
+	var addrs []string
+	switch u.Scheme {
+	case "redis", "rediss":
+		if n.opts, err = redis.ParseURL(raw); err == nil {
+			addrs = []string{n.opts.Addr}
+			// The command bounds every call with a context; let go-redis honour it, and
+			// keep it from asking the server for maintenance notifications it may not know.
+			n.opts.ContextTimeoutEnabled = true
+			// One dial a call: a refused connection is reported as such, not as a timeout
+			// after go-redis's dial retries; the next call dials again anyway.
+			n.opts.DialerRetries = 1
+			n.opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		}
+	case "redis+cluster", "rediss+cluster":
+		if n.cluster, err = redis.ParseClusterURL(strings.Replace(raw, "+cluster", "", 1)); err == nil {
+			addrs = n.cluster.Addrs
+			n.cluster.ContextTimeoutEnabled = true
+			n.cluster.DialerRetries = 1
+			n.cluster.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		}
+	default:
+		return node{}, nil, fmt.Errorf("node %d (%s): want a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL", i, name)
+	}
+	if err != nil {
+		return node{}, nil, fmt.Errorf("node %d (%s): %v", i, name, err)
+	}
+	return n, addrs, nil
 }
 
 // redact returns raw with the password of its user information replaced by "xxxxx", also when
@@ -254,14 +270,14 @@ func closeClients(cs []redis.UniversalClient) {
 }
 
 // authFailure reports whether err is a node refusing the credentials or the commands, or a TLS
-// handshake failing (the node's certificate not trusted, or ours refused): failures that
-// retrying does not cure.
+// handshake failing (the node's certificate not trusted, ours refused, or the server not
+// speaking TLS at all): failures that retrying does not cure.
 func authFailure(err error) bool {
 	if err == nil {
 		return false
 	}
 	var verr *tls.CertificateVerificationError
-	if errors.As(err, &verr) {
+	if errors.As(err, &verr) || errors.Is(err, errPlainText) {
 		return true
 	}
 	msg := err.Error()
@@ -303,16 +319,17 @@ func describe(err error, nodes []node) []string {
 	return lines
 }
 
-// ping asks every node for PING at once, each bounded by timeout, and returns each one's error.
-func ping(ctx context.Context, cs []redis.UniversalClient, timeout time.Duration) []error {
+// ping asks every node for PING at once, each bounded by timeout, and returns each one's error,
+// explained (see explain).
+func ping(ctx context.Context, cs []redis.UniversalClient, nodes []node, timeout time.Duration) []error {
 	errs := make([]error, len(cs))
 	done := make(chan struct{})
 	for i, c := range cs {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			ctx, cancel := context.WithTimeout(ctx, timeout)
+			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			errs[i] = c.Ping(ctx).Err()
+			errs[i] = nodes[i].explain(ctx, c.Ping(pctx).Err(), timeout)
 		}()
 	}
 	for range cs {
@@ -321,12 +338,65 @@ func ping(ctx context.Context, cs []redis.UniversalClient, timeout time.Duration
 	return errs
 }
 
+// errPlainText is a TLS node whose server answers in plain text: no handshake can succeed.
+var errPlainText = errors.New("TLS handshake failed: the server answers in plain text, not TLS (use redis:// for it, or the server's TLS port)")
+
+// explain returns err, node n's failure, unless n uses TLS and its server answers a plain-text
+// PING: then errPlainText. A TLS handshake with such a server mostly waits for an answer
+// until the call times out, which tells nothing. timeout bounds the extra PING.
+func (n node) explain(ctx context.Context, err error, timeout time.Duration) error {
+	var addr string
+	switch {
+	case n.opts != nil && n.opts.TLSConfig != nil:
+		addr = n.opts.Addr
+	case n.cluster != nil && n.cluster.TLSConfig != nil && len(n.cluster.Addrs) > 0:
+		addr = n.cluster.Addrs[0]
+	}
+	var verr *tls.CertificateVerificationError
+	var rerr redis.Error // the server answered over TLS
+	if err == nil || addr == "" || errors.As(err, &verr) || errors.As(err, &rerr) {
+		return err
+	}
+	if plainText(ctx, addr, timeout) {
+		return errPlainText
+	}
+	return err
+}
+
+// plainText reports whether the server at addr answers PING in plain text, as Redis without
+// TLS does (+PONG, or -NOAUTH and the like).
+func plainText(ctx context.Context, addr string, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	conn.SetDeadline(deadline)
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	var b [1]byte
+	_, err = io.ReadFull(conn, b[:])
+	return err == nil && (b[0] == '+' || b[0] == '-')
+}
+
 // nodeOrder is the sort key of a line from describe: "" for a general line, else the node
 // index padded so that node 10 sorts after node 9.
 func nodeOrder(line string) string {
-	var i int
-	if _, err := fmt.Sscanf(line, "node %d ", &i); err != nil {
+	i, ok := lineNode(line)
+	if !ok {
 		return ""
 	}
 	return fmt.Sprintf("%09d", i)
+}
+
+// lineNode returns the node a line from describe is about, if any.
+func lineNode(line string) (int, bool) {
+	var i int
+	_, err := fmt.Sscanf(line, "node %d ", &i)
+	return i, err == nil
 }

@@ -54,34 +54,18 @@ const (
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("redlock status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var nf nodeFlags
+	fs := flag.NewFlagSet("redlock status", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // see commandLineError
 	nf.register(fs)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: redlock status (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [-json]\n\n"+
-			"Shows, for every node, whether it answered, whether it holds the key, the remaining TTL and\n"+
-			"the holder's token (shortened), then the verdict: held (one token on a quorum), free, split\n"+
-			"(held on some nodes, no quorum) or unknown (too few nodes answered). Exit status 0, or 1 when\n"+
-			"the verdict is unknown, 2 for bad flags.\n\n")
+		fmt.Fprint(fs.Output(), statusUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "redlock status: unexpected arguments %q\n", fs.Args())
-		fs.Usage()
-		return 2
-	}
-	nodes, err := nf.parse()
+	nodes, err := parseStatusArgs(fs, &nf, args)
 	if err != nil {
-		fmt.Fprintf(stderr, "redlock status: %v\n", err)
-		return 2
+		return commandLineError(fs, err, stdout, stderr)
 	}
 	cs := clients(nodes)
 	defer closeClients(cs)
@@ -97,8 +81,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	names, err := wire.NewNames(nf.prefix)
 	if err != nil {
-		fmt.Fprintf(stderr, "redlock status: %v\n", err)
-		return exitUsage
+		return commandLineError(fs, err, stdout, stderr)
 	}
 	st := inspect(ctx, vcs, nodes, stored{names, nf.key}, nf.nodeTimeout)
 	st.Key, st.Cluster = nf.key, cluster
@@ -113,6 +96,26 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	return 0
+}
+
+const statusUsage = `usage: redlock status (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [-json]
+
+Shows, for every node, whether it answered, whether it holds the key, the remaining TTL and
+the holder's token (shortened), then the verdict: held (one token on a quorum), free, split
+(held on some nodes, no quorum) or unknown (too few nodes answered). Exit status 0, or 1 when
+the verdict is unknown, 2 for bad flags.
+
+`
+
+// parseStatusArgs parses args with fs into nf and returns the nodes they name.
+func parseStatusArgs(fs *flag.FlagSet, nf *nodeFlags, args []string) ([]node, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nf.parse()
 }
 
 // stored names a lock's keys on the nodes.
@@ -135,7 +138,7 @@ func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stor
 	for i, c := range cs {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			st.Nodes[i] = inspectNode(ctx, c, nodes[i].tag, stored, timeout)
+			st.Nodes[i] = inspectNode(ctx, c, nodes[i], stored, timeout)
 			st.Nodes[i].Node, st.Nodes[i].URL, st.Nodes[i].Master = i, nodes[i].name, nodes[i].master
 		}()
 	}
@@ -173,20 +176,22 @@ func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stor
 	return st
 }
 
-// inspectNode reads the key from one node; tag is that of a vote of --cluster, or empty.
-func inspectNode(ctx context.Context, c redis.UniversalClient, tag string, stored stored, timeout time.Duration) nodeStatus {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// inspectNode reads the key from node n through c; n.tag is that of a vote of --cluster, or
+// empty.
+func inspectNode(ctx context.Context, c redis.UniversalClient, n node, stored stored, timeout time.Duration) nodeStatus {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var get, fence *redis.StringCmd
 	var pttl *redis.DurationCmd
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		key := stored.on(tag, stored.names.Key(stored.key))
-		get = p.Get(ctx, key)
-		pttl = p.PTTL(ctx, key)
-		fence = p.Get(ctx, stored.on(tag, stored.names.Companion("fence", stored.key))) // the library's counter for fenced locks
+	_, err := c.Pipelined(rctx, func(p redis.Pipeliner) error {
+		key := stored.on(n.tag, stored.names.Key(stored.key))
+		get = p.Get(rctx, key)
+		pttl = p.PTTL(rctx, key)
+		fence = p.Get(rctx, stored.on(n.tag, stored.names.Companion("fence", stored.key))) // the library's counter for fenced locks
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
+		err = n.explain(ctx, err, timeout)
 		return nodeStatus{Error: err.Error(), Refused: authFailure(err)}
 	}
 	f, _ := strconv.ParseUint(fence.Val(), 10, 64)
@@ -214,9 +219,9 @@ func shorten(tok string) string {
 
 func printStatus(w io.Writer, st lockStatus) {
 	if st.Cluster != "" {
-		fmt.Fprintf(w, "key %q on %d votes of %s, quorum %d\n", st.Key, len(st.Nodes), st.Cluster, st.Quorum)
+		fmt.Fprintf(w, "key %q on %s of %s, quorum %d\n", st.Key, count(len(st.Nodes), "vote"), st.Cluster, st.Quorum)
 	} else {
-		fmt.Fprintf(w, "key %q on %d nodes, quorum %d\n", st.Key, len(st.Nodes), st.Quorum)
+		fmt.Fprintf(w, "key %q on %s, quorum %d\n", st.Key, count(len(st.Nodes), "node"), st.Quorum)
 	}
 	fenced := slices.ContainsFunc(st.Nodes, func(n nodeStatus) bool { return n.Fence != 0 })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -256,12 +261,12 @@ func printStatus(w io.Writer, st lockStatus) {
 	}
 	switch st.Verdict {
 	case verdictHeld:
-		fmt.Fprintf(w, "verdict: held on a quorum (%d/%d nodes) by %s\n", st.Votes, len(st.Nodes), st.Holder)
+		fmt.Fprintf(w, "verdict: held on a quorum (%d/%s) by %s\n", st.Votes, count(len(st.Nodes), "node"), st.Holder)
 	case verdictFree:
 		fmt.Fprintln(w, "verdict: free")
 	case verdictSplit:
 		fmt.Fprintf(w, "verdict: split (held on some nodes, at most %d/%d under one token; quorum is %d)\n", st.Votes, len(st.Nodes), st.Quorum)
 	default:
-		fmt.Fprintf(w, "verdict: unknown (fewer than %d nodes answered)\n", st.Quorum)
+		fmt.Fprintf(w, "verdict: unknown (fewer than %s answered)\n", count(st.Quorum, "node"))
 	}
 }

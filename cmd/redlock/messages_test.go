@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// A bad flag or argument prints the error and one line pointing at help, not the whole usage
+// that would scroll the error away.
+func TestBadFlagsPrintOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"exec", "--colour", "red", "--", "true"}, "redlock exec: flag provided but not defined: -colour\nrun 'redlock exec -h' for usage\n"},
+		{[]string{"exec", "--ttl", "soon", "--", "true"}, "redlock exec: invalid value \"soon\" for flag -ttl: parse error\nrun 'redlock exec -h' for usage\n"},
+		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--key", "k"}, "redlock exec: no command to run (put it after --)\nrun 'redlock exec -h' for usage\n"},
+		{[]string{"status", "--colour"}, "redlock status: flag provided but not defined: -colour\nrun 'redlock status -h' for usage\n"},
+		{[]string{"status", "--nodes", "redis://127.0.0.1:1", "--key", "k", "extra"}, "redlock status: unexpected arguments [\"extra\"]\nrun 'redlock status -h' for usage\n"},
+		{[]string{"--colour"}, "redlock: flag provided but not defined: -colour\nrun 'redlock -h' for usage\n"},
+		{[]string{"nope"}, "redlock: unknown command \"nope\"\nrun 'redlock -h' for usage\n"},
+	} {
+		code, stdout, stderr := runCLI(t, tc.args...)
+		if code != exitUsage || stdout != "" || stderr != tc.want {
+			t.Errorf("%q: exit %d, stdout %q, stderr\n%s\nwant exit 2 and\n%s", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+}
+
+// exec -h prints the usage on stdout, and it lists every exit status exec can return.
+func TestExecHelpListsEveryExitStatus(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "exec", "-h")
+	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "usage: redlock exec") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	_, section, _ := strings.Cut(stdout, "Exit status:")
+	section, _, _ = strings.Cut(section, "\n\n")
+	for _, s := range execStatuses {
+		if !regexp.MustCompile(`\b` + strconv.Itoa(s) + `\b`).MatchString(section) {
+			t.Errorf("exit status %d is not in the usage's exit statuses:\n%s", s, section)
+		}
+	}
+	if !strings.Contains(section, "128+n") {
+		t.Errorf("the usage does not say 128+n:\n%s", section)
+	}
+}
+
+// execStatuses are the exit statuses of redlock exec besides the command's own.
+var execStatuses = []int{exitUsage, exitSoftware, exitTempFail, exitNoPerm, exitNoExec, exitNotFound}
+
+// A ttl the library would refuse (no longer than its clock drift allowance) is a usage error,
+// found before any node is asked, like every other bad flag.
+func TestExecInvalidTTLIsAUsageError(t *testing.T) {
+	for _, ttl := range []string{"1ms", "2ms"} {
+		code, stdout, stderr := runCLI(t, "exec", "--nodes", "redis://127.0.0.1:1", "--key", "k", "--ttl", ttl, "--", "true")
+		want := fmt.Sprintf("redlock exec: --ttl %s must be longer than the clock drift it allows for", ttl)
+		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, want) || strings.Contains(stderr, "dial") {
+			t.Errorf("--ttl %s: exit %d, stderr:\n%s\nwant 2 and %q, no node asked", ttl, code, stderr, want)
+		}
+	}
+}
+
+var onePlural = regexp.MustCompile(`\b1 (nodes|votes)\b|/1 nodes`)
+
+// With one node, every count reads "1 node", never "1 nodes".
+func TestOneNodeIsSingular(t *testing.T) {
+	s := redistest.StartACL(t, user, password)
+	nodes := fmt.Sprintf("redis://%s:%s@%s", user, password, s.Addr)
+	var outs []string
+	check := func(what string, code, want int, stdout, stderr string, wants ...string) {
+		t.Helper()
+		if code != want {
+			t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", what, code, want, stdout, stderr)
+		}
+		for _, w := range wants {
+			if !strings.Contains(stdout+stderr, w) {
+				t.Errorf("%s: no %q in\nstdout: %s\nstderr: %s", what, w, stdout, stderr)
+			}
+		}
+		outs = append(outs, stdout, stderr)
+	}
+	code, stdout, stderr := runCmd(t, nil, "status", "--nodes", nodes, "--key", "k")
+	check("status", code, 0, stdout, stderr, `key "k" on 1 node, quorum 1`)
+	code, stdout, stderr = runCmd(t, nil, "exec", "--nodes", nodes, "--key", "k", "--verbose", "--",
+		binary, "status", "--nodes", nodes, "--key", "k")
+	check("exec", code, 0, stdout, stderr, `acquired "k" on a quorum of 1 node,`, "verdict: held on a quorum (1/1 node) by")
+	wrong := strings.ReplaceAll(nodes, password, "Wrong-Horse")
+	code, stdout, stderr = runCmd(t, nil, "exec", "--nodes", wrong, "--key", "k", "--", "true")
+	check("exec, refused", code, exitNoPerm, stdout, stderr, "1 of 1 node refused")
+	code, stdout, stderr = runCmd(t, nil, "status", "--nodes", wrong, "--key", "k")
+	check("status, refused", code, 1, stdout, stderr, "fewer than 1 node answered")
+	for _, out := range outs {
+		if m := onePlural.FindString(out); m != "" {
+			t.Errorf("%q in:\n%s", m, out)
+		}
+	}
+}
+
+// A node that cannot be reached is reported once, not by the pre-flight check and again when
+// the lock is not acquired.
+func TestExecNodeFailurePrintedOnce(t *testing.T) {
+	s := redistest.StartACL(t, user, password)
+	nodes := fmt.Sprintf("redis://%s:%s@%s,redis://127.0.0.1:%s,redis://127.0.0.1:%s", user, password, s.Addr, freeLoopbackPort(t), freeLoopbackPort(t))
+	code, stdout, stderr := runCmd(t, nil, "exec", "--nodes", nodes, "--key", "k", "--", "echo", "ran")
+	if code != exitTempFail || strings.Contains(stdout, "ran") {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+	for i := 1; i <= 2; i++ {
+		if n := strings.Count(stderr, fmt.Sprintf("node %d (", i)); n != 1 {
+			t.Errorf("node %d is reported %d times, want once:\n%s", i, n, stderr)
+		}
+		if !strings.Contains(stderr, "connection refused") {
+			t.Errorf("node %d: the failure does not say why:\n%s", i, stderr)
+		}
+	}
+}
+
+// rediss:// to servers that speak plain Redis: the TLS handshake can never succeed, which is a
+// TLS failure (77, as documented) naming each node, not a lock that was not acquired (75).
+func TestExecTLSToAPlainServer(t *testing.T) {
+	c := startCluster(t)
+	nodes := strings.ReplaceAll(c.nodes, "redis://", "rediss://")
+	code, stdout, stderr := runCmd(t, nil, "exec", "--nodes", nodes, "--key", "k", "--wait", "10s", "--", "echo", "ran")
+	if code != exitNoPerm || strings.Contains(stdout, "ran") {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitNoPerm, stdout, stderr)
+	}
+	for i, s := range c.servers {
+		want := fmt.Sprintf("node %d (rediss://alice:xxxxx@%s): TLS handshake failed: the server answers in plain text", i, s.Addr)
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+	noPassword(t, stdout, stderr)
+	if n := c.holders(t, "k"); n != 0 {
+		t.Fatalf("%d nodes hold the key", n)
+	}
+	// status says the same of each node.
+	code, stdout, _ = runCmd(t, nil, "status", "--nodes", nodes, "--key", "k")
+	if code != 1 || strings.Count(stdout, "refused") != 3 || strings.Count(stdout, "answers in plain text") != 3 {
+		t.Fatalf("status: exit %d\n%s", code, stdout)
+	}
+}
