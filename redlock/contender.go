@@ -137,10 +137,42 @@ func (c *Client) lease() time.Duration {
 	return satAdd(c.retryMax, satMul(c.nodeTimeout, 3))
 }
 
-// pause waits after the failed attempt r until a release wakes the waiter or its timer fires.
+// pause waits after the failed attempt r until its timer fires, or until releases woke the
+// waiter (see heard).
 func (k *contender) pause(ctx context.Context, r result) error {
 	c := k.c
-	delay := c.retryDelay()
+	t := c.clock.NewTimer(k.delay(r))
+	defer t.Stop()
+	var grace <-chan time.Time
+	for {
+		select {
+		case <-t.C:
+			return nil
+		case <-k.w.wake:
+			// A release: try once a quorum of nodes told of it, or after a moment (twice the
+			// last attempt's time) for the nodes whose word is slow to come.
+			k.splits = 0
+			if c.listener.heard(k.w) >= min(k.s.need, len(c.listen)) {
+				return nil
+			}
+			if grace == nil {
+				g := c.clock.NewTimer(2 * max(r.elapsed, minSplitUnit))
+				defer g.Stop()
+				grace = g.C
+			}
+		case <-grace:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return ErrClosed
+		}
+	}
+}
+
+// delay is how long to wait after the failed attempt r when no release wakes the waiter.
+func (k *contender) delay(r result) time.Duration {
+	delay := k.c.retryDelay()
 	if r.votes > 0 || k.splits > 0 {
 		// A split vote, now or lately: nobody may hold the key once everyone's roll-back
 		// lands, and roll-backs are not announced. Retry after a pause that is shorter the
@@ -151,18 +183,7 @@ func (k *contender) pause(ctx context.Context, r result) error {
 		delay = min(delay, satMul(split, 1<<min(k.splits, 20)))
 		k.splits++
 	}
-	t := c.clock.NewTimer(delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-k.w.wake:
-		k.splits = 0
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.done:
-		return ErrClosed
-	}
-	return nil
+	return delay
 }
 
 // minSplitUnit is the least pause unit after a split vote: an attempt can take no measurable
@@ -211,6 +232,7 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 	a := attempt{token: newToken() + k.s.suffix, ttl: k.ttl}
 	if k.w != nil {
 		a.waiter, a.place, a.lease = k.w.name, k.place, c.lease()
+		c.listener.forget(k.w)
 	}
 	start := c.clock.Now()
 	until := clock.Deadline(start, k.ttl, c.driftFactor)
@@ -263,8 +285,9 @@ func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant]
 }
 
 // rollback releases the failed attempt a wherever it may have landed: every node but those
-// that clearly refused, now, and again on each node whose reply comes later with a yes or no
-// answer at all (a release sent now may have overtaken the acquisition there).
+// that clearly refused. A node whose call has not returned yet is released once it has (so
+// that the release does not overtake the acquisition), whatever it returned but a clear no:
+// a reply lost on the way, which the client ends with a timeout, is not a no.
 func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Grant]) {
 	c := k.c
 	cmd := k.s.ops.release(a.token, "", "")
@@ -272,9 +295,6 @@ func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Gra
 		if !errors.Is(rep.Err, errTaken) {
 			c.undo(ctx, rep.Node, cmd)
 		}
-	}
-	for _, i := range out.Pending {
-		c.undo(ctx, i, cmd)
 	}
 	out.rest(func(rep quorum.Reply[wire.Grant]) {
 		if !errors.Is(rep.Err, errTaken) {

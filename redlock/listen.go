@@ -21,7 +21,7 @@ type listener struct {
 	started bool
 	ready   chan struct{} // closed once a quorum of nodes (or the one cluster) subscribed
 	count   int           // nodes that subscribed
-	heard   []bool        // which
+	joined  []bool        // which
 	byName  map[string]*waiter
 	byKey   map[string]map[*waiter]struct{}
 }
@@ -32,6 +32,10 @@ type waiter struct {
 	name string
 	keys []string
 	wake chan struct{} // one pending wake-up is enough
+	// from are the nodes whose releases woke it since its last attempt (the listen nodes' by
+	// index), under the listener's lock: its next attempt waits for a quorum of them, so that
+	// it does not reach a node before the release it heard of from another node.
+	from []bool
 	// abandon undoes what its attempts left on the nodes for others, when it gives up (ok).
 	abandon command
 	ok      bool
@@ -41,7 +45,7 @@ func newListener(c *Client) *listener {
 	return &listener{
 		c:      c,
 		ready:  make(chan struct{}),
-		heard:  make([]bool, len(c.listen)),
+		joined: make([]bool, len(c.listen)),
 		byName: make(map[string]*waiter),
 		byKey:  make(map[string]map[*waiter]struct{}),
 	}
@@ -55,6 +59,7 @@ func (l *listener) join(s *spec) (*waiter, <-chan struct{}) {
 		name: wire.Waiter{Client: c.id, N: c.waiters.Add(1)}.String(),
 		keys: s.wake,
 		wake: make(chan struct{}, 1),
+		from: make([]bool, len(c.listen)),
 	}
 	w.abandon, w.ok = s.ops.abandon(w.name, c.channel)
 	l.mu.Lock()
@@ -92,7 +97,7 @@ func (l *listener) subscribe(i int) {
 	c := l.c
 	channels := []string{c.channel, c.names.ClientChannel(c.id)}
 	for {
-		err := c.listen[i].Listen(c.listening, channels, func() { l.subscribed(i) }, l.deliver)
+		err := c.listen[i].Listen(c.listening, channels, func() { l.subscribed(i) }, func(_, payload string) { l.deliver(i, payload) })
 		if c.listening.Err() != nil {
 			return
 		}
@@ -110,17 +115,17 @@ func (l *listener) subscribe(i int) {
 func (l *listener) subscribed(i int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.heard[i] {
+	if l.joined[i] {
 		return
 	}
-	l.heard[i] = true
-	if l.count++; l.count == min(l.c.quorum, len(l.heard)) {
+	l.joined[i] = true
+	if l.count++; l.count == min(l.c.quorum, len(l.joined)) {
 		close(l.ready)
 	}
 }
 
-// deliver wakes the waiters a release names (see wire.Announcement).
-func (l *listener) deliver(_, payload string) {
+// deliver wakes the waiters that a release on node i names (see wire.Announcement).
+func (l *listener) deliver(i int, payload string) {
 	a, ok := wire.ParseAnnouncement(payload)
 	if !ok {
 		return
@@ -129,13 +134,35 @@ func (l *listener) deliver(_, payload string) {
 	defer l.mu.Unlock()
 	if a.Waiter != "" {
 		if w := l.byName[a.Waiter]; w != nil {
+			w.from[i] = true
 			wakeUp(w)
 		}
 		return
 	}
 	for w := range l.byKey[a.Key] {
+		w.from[i] = true
 		wakeUp(w)
 	}
+}
+
+// heard returns how many nodes woke w since its last attempt.
+func (l *listener) heard(w *waiter) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, h := range w.from {
+		if h {
+			n++
+		}
+	}
+	return n
+}
+
+// forget makes w's next wake-ups count from now: its attempt begins.
+func (l *listener) forget(w *waiter) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(w.from)
 }
 
 // waiting returns the waiters registered now.

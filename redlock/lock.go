@@ -33,9 +33,11 @@ type Lock struct {
 	timer    *time.Timer   // ends the lock at until, armed by the first Lost call
 	onEnd    []func(why error)
 	kept     bool // KeepAlive keeps it
-	// pending are the nodes whose acquisition reply had not come when the lock was granted,
-	// until it comes.
-	pending []int
+	// pending are the nodes whose acquisition call had not returned when the lock was
+	// granted, until it returns; releasing is the release's round, to which such a node's
+	// release adds its answer once it is sent, after that call returned.
+	pending   []int
+	releasing *quorum.Round[struct{}]
 }
 
 // Key returns the key as given (the first of LockAll's keys), without the client's prefix.
@@ -263,14 +265,15 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return err
 }
 
-// release sends the lock's release to every node and ends it for why (nil for Unlock).
+// release sends the lock's release to every node and ends it for why (nil for Unlock). A node
+// whose acquisition call has not returned yet is released once it has (late), so that the
+// release does not overtake the acquisition there.
 func (l *Lock) release(ctx context.Context, why error) error {
 	c := l.c
 	l.mu.Lock()
 	again, closed := l.released, errors.Is(l.why, ErrClosed)
 	l.released = true
 	l.endLocked(why)
-	pending := slices.Clone(l.pending)
 	l.mu.Unlock()
 	switch {
 	case closed:
@@ -288,7 +291,18 @@ func (l *Lock) release(ctx context.Context, why error) error {
 	start := c.clock.Now()
 	rd := round[struct{}]{c: c, op: NodeRelease, cmd: l.spec.ops.release(l.token, c.channel, l.waiter),
 		decode: decodeHeld, wait: c.nodeTimeout, need: l.spec.need}
-	out := rd.ask(ctx)
+	callCtx, cancel := context.WithTimeout(ctx, rd.wait)
+	q := quorum.New[struct{}](len(c.nodes))
+	l.mu.Lock()
+	l.releasing = q
+	pending := slices.Clone(l.pending)
+	for i := range c.nodes {
+		if !slices.Contains(pending, i) {
+			q.Go(callCtx, nil, i, rd.call)
+		}
+	}
+	l.mu.Unlock()
+	out := &asked[struct{}]{Outcome: q.Decide(rd.need, callCtx.Done(), nil), c: c, q: q, cancel: cancel}
 	out.rest(nil)
 	var err error
 	if !out.Quorum {
@@ -298,15 +312,21 @@ func (l *Lock) release(ctx context.Context, why error) error {
 	return err
 }
 
-// late takes an acquisition reply that came after the lock was granted. If the lock was
-// released since, the node may have taken the key, or put the waiter that acquired it in line,
-// after its release: release it again, announced as Unlock's releases are.
+// late takes the reply of an acquisition call that returned after the lock was granted. If
+// the lock is being released, the node's release is sent now, after the acquisition, unless
+// the node clearly refused it (and holds no place in line for its waiter either).
 func (l *Lock) late(rep quorum.Reply[wire.Grant]) {
+	c := l.c
 	l.mu.Lock()
 	l.pending = slices.DeleteFunc(l.pending, func(i int) bool { return i == rep.Node })
-	released := l.released
+	q := l.releasing
 	l.mu.Unlock()
-	if released {
-		l.c.undo(context.Background(), rep.Node, l.spec.ops.release(l.token, l.c.channel, l.waiter))
+	if q == nil {
+		return // Unlock will send it
 	}
+	err := errNotOwner
+	if !errors.Is(rep.Err, errTaken) || l.waiter != "" {
+		err = c.release(context.Background(), rep.Node, l.spec.ops.release(l.token, c.channel, l.waiter))
+	}
+	q.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
 }

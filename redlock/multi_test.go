@@ -44,15 +44,19 @@ func TestLockAllIsAllOrNothingAndExcludesLock(t *testing.T) {
 	if got := all.Keys(); strings.Join(got, ",") != "a,b,c" || all.Key() != "a" || all.Fence() != 0 {
 		t.Fatalf("Keys = %q, Key = %q", got, all.Key())
 	}
-	redistest.Eventually(t, "every node holds a, b and c under the token", func() bool {
+	// A quorum holds them; the last node too, unless the refused attempt's call to it, late,
+	// took the keys there first (then its roll-back frees them).
+	redistest.Eventually(t, "a quorum holds a, b and c under the token", func() bool {
+		holding := 0
 		for _, m := range ms {
-			for _, k := range []string{"a", "b", "c"} {
-				if v, _ := m.Get(k); v != all.Token() {
-					return false
-				}
+			va, _ := m.Get("a")
+			vb, _ := m.Get("b")
+			vc, _ := m.Get("c")
+			if va == all.Token() && vb == all.Token() && vc == all.Token() {
+				holding++
 			}
 		}
-		return true
+		return holding >= 2
 	})
 	if _, err := c.TryLock(ctx, "c", 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("Lock of a key LockAll holds: %v", err)

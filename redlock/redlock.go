@@ -201,26 +201,26 @@ func (c *Client) Close() error {
 		})
 	}
 	releases.Wait()
-	c.settle(c.nodeTimeout)
+	idle := c.idle()
+	t := time.NewTimer(c.nodeTimeout) // for the replies in flight, and what they call for
+	select {
+	case <-idle:
+	case <-t.C:
+	}
+	t.Stop()
 	c.cancel()
-	c.bg.Wait()
+	<-idle
 	return nil
 }
 
-// settle waits at most d for the Client's goroutines to end by themselves: the replies still
-// in flight, and the roll-backs and releases that they call for.
-func (c *Client) settle(d time.Duration) {
+// idle returns a channel that is closed once the Client's goroutines have all ended.
+func (c *Client) idle() <-chan struct{} {
 	idle := make(chan struct{})
 	go func() {
 		c.bg.Wait()
 		close(idle)
 	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-idle:
-	case <-t.C:
-	}
+	return idle
 }
 
 // enter registers a call in progress; leave must follow. It fails once the Client is closed.

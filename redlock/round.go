@@ -167,22 +167,27 @@ func nodeErrors[T any](c *Client, ctx context.Context, out quorum.Outcome[T], wa
 	return errs
 }
 
-// undo sends cmd, a roll-back, to node i, after the caller may have given up: it ignores ctx's
-// cancellation and is bounded by the node timeout (as ask's calls are).
-func (c *Client) undo(ctx context.Context, i int, cmd command) {
+// release sends cmd, a release, to node i and returns its answer within the node timeout,
+// after the caller may have given up: it ignores ctx's cancellation. Like ask's calls, the
+// node call runs on a goroutine of its own that nobody waits for past its deadline.
+func (c *Client) release(ctx context.Context, i int, cmd command) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout)
+	defer cancel()
 	r := round[struct{}]{c: c, op: NodeRelease, cmd: cmd, decode: decodeHeld}
 	replied := make(chan error, 1)
 	go func() { _, err := r.call(ctx, i); replied <- err }()
+	select {
+	case err := <-replied:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// undo sends cmd, a roll-back, to node i in a goroutine of the Client (see release).
+func (c *Client) undo(ctx context.Context, i int, cmd command) {
 	c.bg.Go(func() {
-		defer cancel()
-		var err error
-		select {
-		case err = <-replied:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if err != nil && !errors.Is(err, errNotOwner) {
+		if err := c.release(ctx, i, cmd); err != nil && !errors.Is(err, errNotOwner) {
 			c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", i, "err", err)
 		}
 	})
