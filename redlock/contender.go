@@ -229,7 +229,7 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 		return nil, r
 	}
 	defer c.leave()
-	a := attempt{token: newToken() + k.s.suffix, ttl: k.ttl}
+	a := attempt{token: wire.Token(newToken(), k.s.multi, c.owner), ttl: k.ttl}
 	if k.w != nil {
 		a.waiter, a.place, a.lease = k.w.name, k.place, c.lease()
 		c.listener.forget(k.w)
@@ -270,7 +270,7 @@ func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant]
 		return nil, fmt.Errorf("redlock: quorum reached after %v, past the validity", now.Sub(start))
 	}
 	var fence uint64
-	if k.s.fenced {
+	if k.s.fence != nil {
 		var err error
 		if fence, err = k.fence(ctx, a.token, out.Replies, until); err != nil {
 			return nil, err

@@ -73,32 +73,33 @@ func (l *Lock) keep(ctx context.Context, ttl time.Duration, lost <-chan struct{}
 // fn returns or panics (see Client.Do).
 func (c *Client) do(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx context.Context) error) error {
 	ctx, call := c.begin(ctx, OpDo, s)
-	err := c.hold(ctx, s, ttl, fn)
+	err := errors.New("redlock: nil fn")
+	if fn != nil {
+		var l *Lock
+		if l, err = c.lock(ctx, s, ttl); err == nil {
+			err = l.hold(ctx, ttl, fn)
+		}
+	}
 	c.end(ctx, call, err)
 	return err
 }
 
-// hold is do.
-func (c *Client) hold(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx context.Context) error) (err error) {
-	if fn == nil {
-		return errors.New("redlock: nil fn")
-	}
-	l, err := c.lock(ctx, s, ttl)
-	if err != nil {
-		return err
-	}
+// hold runs fn while keeping l, with a context that is cancelled once l can no longer be
+// proved held (its cause says why), and releases l when fn returns or panics (the panic then
+// goes on to the caller). It returns fn's error, joined with why l was lost, if it was.
+func (l *Lock) hold(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error) (err error) {
+	c := l.c
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	l.whenEnded(func(why error) {
 		if why != nil {
 			cancel(why)
 		}
 	})
-	// Released whatever ends fn, a panic included (which then goes on to the caller).
 	defer func() {
 		cancel(nil)
 		why := l.Err()
 		if uerr := l.Unlock(ctx); uerr != nil && why == nil {
-			c.log.WarnContext(ctx, "redlock: release after Do", "kind", s.kind, "key", s.key, "err", uerr)
+			c.log.WarnContext(ctx, "redlock: release after fn", "kind", l.spec.kind, "key", l.spec.key, "err", uerr)
 		}
 		if why != nil {
 			err = errors.Join(why, err)

@@ -80,6 +80,12 @@ func (l *listener) join(s *spec) (*waiter, <-chan struct{}) {
 	return w, l.ready
 }
 
+// watch registers a waiter that is woken by every announced release of key, but never named
+// (it takes no place in a line), and returns it with the channel of join.
+func (l *listener) watch(key string) (*waiter, <-chan struct{}) {
+	return l.join(&spec{wake: []string{key}, ops: semaphoreOps{}})
+}
+
 func (l *listener) leave(w *waiter) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

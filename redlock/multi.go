@@ -17,10 +17,6 @@ type multiOps struct {
 	keys  []string // the lock keys
 }
 
-// multiSuffix ends every token of LockAll: no other token does (base64url), so that Resume
-// refuses them: it takes over one key, and LockAll's keys go together.
-const multiSuffix = "."
-
 func (o multiOps) acquire(a attempt) command {
 	return run(wire.MultiAcquireScript, wire.MultiAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl})
 }
@@ -85,7 +81,7 @@ func (c *Client) multi(keys []string) (*spec, error) {
 		return nil, err
 	}
 	return &spec{kind: KindMulti, key: keys[0], keys: slices.Clone(keys), need: c.quorum, wake: o.keys,
-		suffix: multiSuffix, ops: o}, nil
+		multi: wire.MultiMark, ops: o}, nil
 }
 
 // sameSlot fails when a node is a Redis Cluster and the stored keys are not all in one slot.

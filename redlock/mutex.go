@@ -24,8 +24,13 @@ func (c *Client) mutex(key string) *spec {
 	if !c.fencing {
 		keys.Fence = ""
 	}
-	return &spec{kind: KindMutex, key: key, need: c.quorum, wake: []string{keys.Lock},
-		fenced: c.fencing, mutex: keys, ops: mutexOps{keys}}
+	s := &spec{kind: KindMutex, key: key, need: c.quorum, wake: []string{keys.Lock}, ops: mutexOps{keys}}
+	if c.fencing {
+		s.fence = func(token string, term uint64) command {
+			return run(wire.FenceScript, wire.Fence{Keys: keys, Token: token, Fence: term})
+		}
+	}
+	return s
 }
 
 func (m mutexOps) acquire(a attempt) command {
@@ -100,7 +105,7 @@ func (k *contender) fence(ctx context.Context, token string, granted []quorum.Re
 	if wait <= 0 {
 		return 0, errors.New("redlock: no validity left for the fencing round")
 	}
-	rd := round[struct{}]{c: c, op: NodeFence, cmd: run(wire.FenceScript, wire.Fence{Keys: k.s.mutex, Token: token, Fence: fence}),
+	rd := round[struct{}]{c: c, op: NodeFence, cmd: k.s.fence(token, fence),
 		decode: decodeHeld, wait: min(c.nodeTimeout, wait), need: k.s.need}
 	out := rd.ask(ctx)
 	out.rest(nil)

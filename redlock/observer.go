@@ -75,12 +75,13 @@ const (
 	KindRead                  // an RWMutex for reading
 	KindWrite                 // an RWMutex for writing
 	KindMulti                 // LockAll
+	KindElection              // an Election's term
 )
 
-var kindNames = [...]string{"mutex", "semaphore", "rwmutex.read", "rwmutex.write", "multi"}
+var kindNames = [...]string{"mutex", "semaphore", "rwmutex.read", "rwmutex.write", "multi", "election"}
 
-// String returns the kind's name in metrics: mutex, semaphore, rwmutex.read, rwmutex.write or
-// multi.
+// String returns the kind's name in metrics: mutex, semaphore, rwmutex.read, rwmutex.write,
+// multi or election.
 func (k Kind) String() string { return kindNames[k] }
 
 // A Call describes a call to the Client, a Lock or a primitive.
@@ -132,10 +133,11 @@ const (
 	NodeAcquire NodeOp = iota // an attempt's acquire script, or SET NX PX
 	NodeExtend                // an Extend's or Resume's
 	NodeRelease               // an Unlock's, or a roll-back's
-	NodeFence                 // fencing's second round
+	NodeFence                 // fencing's second round, or an election's (Proclaim's too)
+	NodeRead                  // Inspect's, Election.Leader's
 )
 
-var nodeOpNames = [...]string{"acquire", "extend", "release", "fence"}
+var nodeOpNames = [...]string{"acquire", "extend", "release", "fence", "read"}
 
 func (o NodeOp) String() string { return nodeOpNames[o] }
 

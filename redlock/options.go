@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/wire"
@@ -23,6 +25,7 @@ type options struct {
 	log         *slog.Logger
 	fencing     bool
 	observer    Observer
+	owner       string
 }
 
 func defaultOptions() options {
@@ -153,6 +156,23 @@ func WithLogger(l *slog.Logger) Option {
 func WithFencing() Option {
 	return func(o *options) error {
 		o.fencing = true
+		return nil
+	}
+}
+
+// maxOwner bounds an owner's length: it travels in every token.
+const maxOwner = 128
+
+// WithOwner stores owner with every lock the Client takes (a host name, a process, a job), so
+// that Client.Inspect and redlock status show who holds a key. It is part of the token stored
+// on the nodes: the token's 128 random bits, then "~" and owner. owner is 1 to 128 bytes of
+// printable text. Default: none.
+func WithOwner(owner string) Option {
+	return func(o *options) error {
+		if owner == "" || len(owner) > maxOwner || strings.ContainsFunc(owner, func(r rune) bool { return !unicode.IsPrint(r) }) {
+			return fmt.Errorf("redlock: owner %q must be 1 to %d bytes of printable text", owner, maxOwner)
+		}
+		o.owner = owner
 		return nil
 	}
 }

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // Resume takes over the lock of key held under token, as Lock.Token returned it: passed to
@@ -25,7 +26,7 @@ func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duratio
 	if token == "" {
 		return nil, errors.New("redlock: empty token")
 	}
-	if strings.HasSuffix(token, multiSuffix) {
+	if wire.IsMulti(token) {
 		return nil, fmt.Errorf("%w: %q is a LockAll token; Resume takes over single-key locks", ErrNotHeld, token)
 	}
 	if err := c.enter(); err != nil {

@@ -11,16 +11,16 @@ import (
 // ttl, so that every primitive shares the fan-out, decision, roll-back, waiting, extension and
 // release.
 type spec struct {
-	kind   Kind
-	key    string   // as given (LockAll's first key)
-	keys   []string // every key as given, for LockAll; else nil
-	need   int      // nodes that must say yes
-	wake   []string // the names its releases announce, which wake its waiters
-	suffix string   // ends every token of it, so that Resume tells LockAll's apart
-	// fenced: a mutex WithFencing, whose acquisition has fencing's second round on mutex.
-	fenced bool
-	mutex  wire.MutexKeys
-	ops    ops
+	kind  Kind
+	key   string   // as given (LockAll's first key)
+	keys  []string // every key as given, for LockAll; else nil
+	need  int      // nodes that must say yes
+	wake  []string // the names its releases announce, which wake its waiters
+	multi string   // wire.MultiMark in LockAll's tokens, so that Resume tells them apart
+	ops   ops
+	// fence, when not nil, is the command of fencing's second round for the attempt of token
+	// whose fencing token is term (see Client.fence).
+	fence func(token string, term uint64) command
 }
 
 // ops builds the commands of one sort of lock on its keys, each the same for every node.

@@ -123,7 +123,7 @@ var (
 
 // Every kind and outcome, for the attribute sets made once.
 const (
-	kinds    = int(redlock.KindMulti) + 1
+	kinds    = int(redlock.KindElection) + 1
 	outcomes = int(redlock.OutcomeError) + 1
 )
 

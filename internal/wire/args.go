@@ -187,3 +187,54 @@ func (m MultiRelease) Encode() (keys, args []string) {
 	}
 	return keys, args
 }
+
+// Elect is elect.lua's call: a new term's second round, or Proclaim's.
+type Elect struct {
+	Keys    ElectionKeys
+	Token   string
+	Term    uint64
+	Version uint64
+	Value   string
+	Channel string
+}
+
+func (e Elect) Encode() (keys, args []string) {
+	return []string{e.Keys.Lock, e.Keys.Fence, e.Keys.Value},
+		[]string{e.Token, strconv.FormatUint(e.Term, 10), strconv.FormatUint(e.Version, 10), e.Value, e.Channel, e.Keys.Value}
+}
+
+// ElectExtend is elect_extend.lua's call.
+type ElectExtend struct {
+	Keys  ElectionKeys
+	Token string
+	TTL   time.Duration
+}
+
+func (e ElectExtend) Encode() (keys, args []string) {
+	return []string{e.Keys.Lock, e.Keys.Value}, []string{e.Token, Ms(e.TTL)}
+}
+
+// Resign is resign.lua's call: a term's end (announced on Channel) or a roll-back (Channel "").
+type Resign struct {
+	Keys    ElectionKeys
+	Token   string
+	Channel string
+	Waiter  string
+}
+
+func (r Resign) Encode() (keys, args []string) {
+	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases, r.Keys.Value},
+		[]string{r.Token, r.Channel, r.Keys.Lock, r.Waiter, r.Keys.Value}
+}
+
+// Inspect is inspect.lua's call: every key that may hold the lock of one name.
+type Inspect struct {
+	Mutex     MutexKeys
+	RWMutex   RWMutexKeys
+	Semaphore SemaphoreKeys
+	Value     string // an election's value ("" to read none: the name of a key that is not one)
+}
+
+func (i Inspect) Encode() (keys, args []string) {
+	return []string{i.Mutex.Lock, i.Mutex.Fence, i.RWMutex.Writer, i.RWMutex.Readers, i.Semaphore.Holders, i.Value}, nil
+}

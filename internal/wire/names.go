@@ -106,6 +106,27 @@ func (n Names) Mutex(key string) MutexKeys {
 	}
 }
 
+// ElectionKeys are the keys of an election: a single-key lock of its own (its key, line and
+// fencing counter, whose tokens are the terms) and the leader's value beside it.
+type ElectionKeys struct {
+	MutexKeys
+	Value string
+}
+
+// Election returns the keys of the election named name: companions of name, so that they
+// never collide with a lock of the same name.
+func (n Names) Election(name string) ElectionKeys {
+	return ElectionKeys{
+		MutexKeys: MutexKeys{
+			Lock:   n.Companion("election", name),
+			Queue:  n.Companion("election.queue", name),
+			Leases: n.Companion("election.leases", name),
+			Fence:  n.Companion("election.fence", name),
+		},
+		Value: n.Companion("election.value", name),
+	}
+}
+
 // SemaphoreKeys are the keys of a semaphore: its holders.
 type SemaphoreKeys struct {
 	Holders string

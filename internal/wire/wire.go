@@ -70,6 +70,14 @@ var (
 	multiExtendSrc string
 	//go:embed scripts/multi_release.lua
 	multiReleaseSrc string
+	//go:embed scripts/elect.lua
+	electSrc string
+	//go:embed scripts/elect_extend.lua
+	electExtendSrc string
+	//go:embed scripts/resign.lua
+	resignSrc string
+	//go:embed scripts/inspect.lua
+	inspectSrc string
 )
 
 // The scripts. Those that read a lock's line of waiters start with queue.lua's functions, the
@@ -90,6 +98,10 @@ var (
 	MultiAcquireScript   = newScript("multi_acquire", multiAcquireSrc)
 	MultiExtendScript    = newScript("multi_extend", multiExtendSrc)
 	MultiReleaseScript   = newScript("multi_release", queueLib, multiReleaseSrc)
+	ElectScript          = newScript("elect", electSrc)
+	ElectExtendScript    = newScript("elect_extend", electExtendSrc)
+	ResignScript         = newScript("resign", queueLib, resignSrc)
+	InspectScript        = newScript("inspect", inspectSrc)
 )
 
 // Ms is d in whole milliseconds, as the scripts take durations.
@@ -184,4 +196,129 @@ func DecodeGrant(reply any) (granted bool, g Grant, err error) {
 		}
 	}
 	return true, Grant{Counter: n[0], Micros: n[1]*1_000_000 + n[2]}, nil
+}
+
+// A Holder is one holder of a key as a node sees it: its token and the time it has left.
+type Holder struct {
+	Token string
+	TTL   time.Duration
+}
+
+// A Reading is what inspect.lua read on one node.
+type Reading struct {
+	Lock    Holder   // the lock key's (Token "" when absent)
+	Fence   uint64   // its fencing counter
+	Writer  Holder   // an RWMutex's writer
+	Readers []Holder // its live readers
+	Holders []Holder // a Semaphore's live holders
+	Value   string   // an election's value, as elect.lua stores it ("" for none)
+}
+
+// DecodeReading reads inspect.lua's reply.
+func DecodeReading(reply any) (Reading, error) {
+	vals, ok := reply.([]any)
+	if !ok || len(vals) != 8 {
+		return Reading{}, fmt.Errorf("%w %v", errReply, reply)
+	}
+	var r Reading
+	var err error
+	r.Lock, err = holder(vals[0], vals[1])
+	if err == nil {
+		r.Writer, err = holder(vals[3], vals[4])
+	}
+	if err == nil {
+		r.Fence, err = strconv.ParseUint(fmt.Sprint(vals[2]), 10, 64)
+	}
+	if err == nil {
+		r.Readers, err = holders(vals[5])
+	}
+	if err == nil {
+		r.Holders, err = holders(vals[6])
+	}
+	r.Value = fmt.Sprint(vals[7])
+	if err != nil {
+		return Reading{}, fmt.Errorf("%w %v: %v", errReply, reply, err)
+	}
+	return r, nil
+}
+
+// holder reads a token ("" for none) and its PTTL in ms.
+func holder(token, ms any) (Holder, error) {
+	t := fmt.Sprint(token)
+	if t == "" {
+		return Holder{}, nil
+	}
+	n, err := strconv.ParseInt(fmt.Sprint(ms), 10, 64)
+	return Holder{Token: t, TTL: time.Duration(max(n, 0)) * time.Millisecond}, err
+}
+
+// holders reads a flat list of token, ms.
+func holders(list any) ([]Holder, error) {
+	vals, ok := list.([]any)
+	if !ok || len(vals)%2 != 0 {
+		return nil, fmt.Errorf("holders %v", list)
+	}
+	var hs []Holder
+	for i := 0; i < len(vals); i += 2 {
+		h, err := holder(vals[i], vals[i+1])
+		if err != nil {
+			return nil, err
+		}
+		hs = append(hs, h)
+	}
+	return hs, nil
+}
+
+// A Value is an election's value as elect.lua stores it: the term, the version (Proclaim's
+// count within the term) and the leader's value.
+type Value struct {
+	Term, Version uint64
+	Value         string
+}
+
+// DecodeValue reads an election's value; ok is false for "" or anything not elect.lua's.
+func DecodeValue(s string) (v Value, ok bool) {
+	term, rest, found := strings.Cut(s, "\n")
+	version, value, found2 := strings.Cut(rest, "\n")
+	if !found || !found2 {
+		return Value{}, false
+	}
+	var err1, err2 error
+	v.Term, err1 = strconv.ParseUint(term, 10, 64)
+	v.Version, err2 = strconv.ParseUint(version, 10, 64)
+	v.Value = value
+	return v, err1 == nil && err2 == nil
+}
+
+// The tokens a lock stores: 128 random bits in base64url (22 characters, none of them "." or
+// "~"), then "." for a LockAll's, then "~" and the Client's owner (WithOwner) when it has one.
+
+// RandomLen is the length of a token's random part.
+const RandomLen = 22
+
+// Token returns the token of random (RandomLen characters) for a lock of LockAll (multi) or
+// not, with owner ("" for none).
+func Token(random string, multi, owner string) string {
+	t := random + multi
+	if owner != "" {
+		t += "~" + owner
+	}
+	return t
+}
+
+// MultiMark is the mark of a LockAll's token after its random part.
+const MultiMark = "."
+
+// IsMulti reports whether token is a LockAll's.
+func IsMulti(token string) bool {
+	return len(token) > RandomLen && token[RandomLen:RandomLen+1] == MultiMark
+}
+
+// Owner returns the owner a token of this library carries, "" for none.
+func Owner(token string) string {
+	if len(token) < RandomLen {
+		return ""
+	}
+	_, owner, _ := strings.Cut(token[RandomLen:], "~")
+	return owner
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -299,4 +300,81 @@ func TestScriptsOnARealServer(t *testing.T) {
 			t.Fatalf("announced %q, want %q", got, want)
 		}
 	})
+
+	t.Run("election", func(t *testing.T) {
+		e := names.Election("leader")
+		if e.Lock == names.Key("leader") {
+			t.Fatal("an election's key is a lock's")
+		}
+		acquire := wire.Acquire{Keys: e.MutexKeys, Token: "T1", TTL: time.Minute}
+		if !granted(t, run(t, c, wire.AcquireScript, acquire)) {
+			t.Fatal("a free election refused")
+		}
+		elect := wire.Elect{Keys: e, Token: "T1", Term: 1000, Version: 1, Value: "node-a", Channel: ch}
+		if !held(t, run(t, c, wire.ElectScript, elect)) {
+			t.Fatal("the second round refused its holder")
+		}
+		if msg, want := next(), ch+" "+e.Value+"\n"; msg != want {
+			t.Fatalf("announced %q, want %q", msg, want)
+		}
+		v, ok := wire.DecodeValue(c.Get(ctx, e.Value).Val())
+		if !ok || v != (wire.Value{Term: 1000, Version: 1, Value: "node-a"}) || c.Get(ctx, e.Fence).Val() != "1000" {
+			t.Fatalf("value %+v %v, counter %q", v, ok, c.Get(ctx, e.Fence).Val())
+		}
+		if !held(t, run(t, c, wire.ElectExtendScript, wire.ElectExtend{Keys: e, Token: "T1", TTL: time.Hour})) ||
+			c.PTTL(ctx, e.Value).Val() < time.Minute {
+			t.Fatal("the term and its value were not extended")
+		}
+		elect.Version, elect.Value, elect.Token = 2, "", "T2"
+		if held(t, run(t, c, wire.ElectScript, elect)) {
+			t.Fatal("another's token proclaimed")
+		}
+		r, err := wire.DecodeReading(run(t, c, wire.InspectScript, wire.Inspect{Mutex: e.MutexKeys, Value: e.Value}))
+		if err != nil || r.Lock.Token != "T1" || r.Lock.TTL < time.Minute || r.Fence != 1000 || r.Value == "" {
+			t.Fatalf("inspected %+v, %v", r, err)
+		}
+		if !held(t, run(t, c, wire.ResignScript, wire.Resign{Keys: e, Token: "T1", Channel: ch})) {
+			t.Fatal("the leader did not resign")
+		}
+		got := []string{next(), next()}
+		slices.Sort(got)
+		want := []string{ch + " " + e.Lock + "\n", ch + " " + e.Value + "\n"}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("announced %q, want %q", got, want)
+		}
+		if n := c.Exists(ctx, e.Lock, e.Value).Val(); n != 0 {
+			t.Fatalf("%d keys of the term left", n)
+		}
+	})
+
+	t.Run("inspect", func(t *testing.T) {
+		k := names.Mutex("doc")
+		rk, sk := names.RWMutex("doc"), names.Semaphore("doc")
+		run(t, c, wire.ReadScript, wire.ReadAcquire{Keys: rk, Token: "r1", TTL: time.Minute})
+		run(t, c, wire.SemaphoreScript, wire.SemaphoreAcquire{Keys: sk, Token: "s1", TTL: time.Minute, Permits: 2})
+		run(t, c, wire.SemaphoreScript, wire.SemaphoreAcquire{Keys: sk, Token: "s2", TTL: time.Second, Permits: 2})
+		r, err := wire.DecodeReading(run(t, c, wire.InspectScript, wire.Inspect{Mutex: k, RWMutex: rk, Semaphore: sk}))
+		if err != nil || r.Lock.Token != "" || len(r.Readers) != 1 || r.Readers[0].Token != "r1" || len(r.Holders) != 2 ||
+			r.Holders[1].Token != "s1" || r.Holders[1].TTL < 50*time.Second || r.Value != "" {
+			t.Fatalf("inspected %+v, %v", r, err)
+		}
+	})
+}
+
+func TestTokens(t *testing.T) {
+	random := strings.Repeat("a", wire.RandomLen)
+	for _, tc := range []struct {
+		multi, owner string
+	}{{"", ""}, {"", "web-1"}, {wire.MultiMark, ""}, {wire.MultiMark, "a~b.c"}} {
+		tok := wire.Token(random, tc.multi, tc.owner)
+		if wire.IsMulti(tok) != (tc.multi != "") || wire.Owner(tok) != tc.owner {
+			t.Errorf("%q: multi %v, owner %q", tok, wire.IsMulti(tok), wire.Owner(tok))
+		}
+	}
+	for _, foreign := range []string{"", "x", "c3VyZS4gdGhhdCdzIGEgdG9rZW4=", strings.Repeat("f", 40)} {
+		if wire.IsMulti(foreign) || wire.Owner(foreign) != "" {
+			t.Errorf("foreign token %q read as ours", foreign)
+		}
+	}
 }

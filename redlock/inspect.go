@@ -1,0 +1,124 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// An Inspection is what the nodes hold under a key, as Client.Inspect read it.
+type Inspection struct {
+	Key   string
+	Held  bool        // a quorum holds the key under one token
+	Token string      // that token, "" when not Held
+	Owner string      // the owner stored with it (WithOwner), "" when none
+	Nodes []NodeState // one per node, in the Client's node order
+}
+
+// A NodeState is what one node holds under a key.
+type NodeState struct {
+	Token, Owner string        // "" when the node does not hold the key
+	TTL          time.Duration // the key's remaining time on the node
+	Fence        uint64        // the key's fencing counter there (WithFencing), 0 for none
+	Err          error         // the node's failure, if it did not answer
+}
+
+// Inspect reads, and only reads, what every node holds under key: the lock of Lock, TryLock, Do
+// or LockAll, or else an RWMutex's writer, or else an RWMutex's live readers or a Semaphore's
+// live holders (their tokens and owners comma-separated, and the longest time left), with the
+// owners that the holders' Clients stored (WithOwner). It waits at most the node timeout. Its
+// error is non-nil only for bad input (an empty key) or when no node answered; otherwise every
+// node is in Nodes, one that failed with its Err.
+func (c *Client) Inspect(ctx context.Context, key string) (Inspection, error) {
+	if err := c.checkKey(key); err != nil {
+		return Inspection{}, err
+	}
+	replies, err := c.read(ctx, wire.Inspect{Mutex: c.names.Mutex(key), RWMutex: c.names.RWMutex(key),
+		Semaphore: c.names.Semaphore(key), Value: c.names.Election(key).Value})
+	if err != nil {
+		return Inspection{}, err
+	}
+	in := Inspection{Key: key, Nodes: make([]NodeState, len(c.nodes))}
+	count := map[string]int{}
+	for i, rep := range replies {
+		in.Nodes[i] = nodeState(rep)
+		if t := in.Nodes[i].Token; t != "" {
+			count[t]++
+		}
+	}
+	for t, n := range count {
+		if n >= c.quorum {
+			in.Held, in.Token, in.Owner = true, t, ownerOf(t)
+		}
+	}
+	return in, nil
+}
+
+// nodeState is what rep, a node's reading, says it holds.
+func nodeState(rep quorum.Reply[wire.Reading]) NodeState {
+	if rep.Err != nil {
+		return NodeState{Err: rep.Err}
+	}
+	r := rep.Value
+	h := r.Lock
+	if h.Token == "" {
+		h = r.Writer
+	}
+	if h.Token != "" {
+		return NodeState{Token: h.Token, Owner: wire.Owner(h.Token), TTL: h.TTL, Fence: r.Fence}
+	}
+	s := NodeState{Fence: r.Fence}
+	var tokens []string
+	for _, h := range append(r.Readers, r.Holders...) {
+		tokens = append(tokens, h.Token)
+		s.TTL = max(s.TTL, h.TTL)
+	}
+	s.Token = strings.Join(tokens, ",")
+	s.Owner = ownerOf(s.Token)
+	return s
+}
+
+// ownerOf returns the owners of tokens, comma-separated as the tokens are.
+func ownerOf(tokens string) string {
+	var owners []string
+	for t := range strings.SplitSeq(tokens, ",") {
+		owners = append(owners, wire.Owner(t))
+	}
+	if slices.IndexFunc(owners, func(o string) bool { return o != "" }) < 0 {
+		return ""
+	}
+	return strings.Join(owners, ",")
+}
+
+// read reads the keys of in on every node, waiting at most the node timeout, and returns each
+// node's reply, in node order. It fails when no node answered.
+func (c *Client) read(ctx context.Context, in wire.Inspect) ([]quorum.Reply[wire.Reading], error) {
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.leave()
+	cmd := run(wire.InspectScript, in)
+	rd := round[wire.Reading]{c: c, op: NodeRead, cmd: cmd, decode: wire.DecodeReading, wait: c.nodeTimeout, need: len(c.nodes)}
+	out := rd.ask(ctx)
+	out.rest(nil)
+	var replies []quorum.Reply[wire.Reading]
+	for _, rep := range out.Replies {
+		if rep.Err == nil {
+			replies = append(replies, rep)
+		}
+	}
+	errs := nodeErrors(c, ctx, out.Outcome, rd.wait)
+	if len(errs) == len(c.nodes) {
+		return nil, errors.Join(append([]error{errors.New("redlock: no node answered")}, errs...)...)
+	}
+	for _, err := range errs {
+		replies = append(replies, quorum.Reply[wire.Reading]{Node: err.(*NodeError).Node, Err: err})
+	}
+	slices.SortFunc(replies, func(a, b quorum.Reply[wire.Reading]) int { return a.Node - b.Node })
+	return replies, nil
+}
