@@ -14,55 +14,107 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
+// A child is the command redlock exec runs, in a process group of its own (numbered by its
+// pid), so that the signals exec sends reach the processes the command started too.
+type child struct {
+	cmd     *exec.Cmd
+	pgid    int
+	exited  chan struct{} // closed once the command has been waited for
+	stopped chan struct{} // receives when the command stops (Linux only, see watchStops)
+}
+
+// signal sends sig to the command's process group.
+func (c *child) signal(sig syscall.Signal) {
+	syscall.Kill(-c.pgid, sig)
+}
+
 // runCommand runs the command while it keeps the lock, and returns its exit status.
 func (e *execution) runCommand(lock *redlock.Lock) int {
 	cmd := exec.Command(e.argv[0], e.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.stdout, e.stderr
 	cmd.Env = childEnv(os.Environ(), lock.Fence(), lock.Token())
-	if err := cmd.Start(); err != nil {
-		e.errorf("%v", err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return exitNotFound
-		}
-		return exitNoExec
+	tty := openTerminal()
+	defer tty.close()
+	c, code := e.start(cmd, tty)
+	if c == nil {
+		return code
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-
 	h := hold(lock, e.ttl)
-	defer h.end()
-	return e.supervise(cmd, exited, lock, h)
+	code = e.supervise(c, lock, h, tty)
+	h.end()
+	if tty.foreground() == c.pgid {
+		tty.takeBack(c)
+	}
+	return code
 }
 
-// supervise passes signals on to the running command and ends it when the lock is lost:
-// SIGTERM, then SIGKILL after --grace. It returns the command's exit status.
-func (e *execution) supervise(cmd *exec.Cmd, exited <-chan struct{}, lock *redlock.Lock, h *holder) int {
+// start starts the command, in the terminal's foreground when exec is there, or returns nil
+// and the exit status.
+func (e *execution) start(cmd *exec.Cmd, tty *terminal) (*child, int) {
+	own := syscall.Getpgrp()
+	fg := tty
+	if tty.foreground() != own { // no terminal, or exec runs in the background: leave it be
+		fg = nil
+	}
+	c, err := startChild(cmd, fg)
+	if err == nil {
+		if fg != nil {
+			ignoreTTOU() // see terminal.give
+		}
+		return c, 0
+	}
+	if fg != nil && tty.foreground() != own { // the child took the foreground, then failed
+		tty.give(own)
+	}
+	e.errorf("%v", err)
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return nil, exitNotFound
+	}
+	return nil, exitNoExec
+}
+
+// supervise passes signals on to the command's process group and ends the group when the
+// lock is lost: SIGTERM, then SIGKILL after --grace, or as soon as the command has exited.
+// When the command stops and exec has a terminal, exec stops with it (terminal.suspend). It
+// returns the command's exit status.
+func (e *execution) supervise(c *child, lock *redlock.Lock, h *holder, tty *terminal) int {
 	var kill <-chan time.Time
-	lost := lock.Lost()
+	lost, wasLost := lock.Lost(), false
 	for {
 		select {
-		case <-exited:
-			h.end()
-			return status(cmd.ProcessState)
+		case <-c.exited:
+			if wasLost { // what the command left in its group goes too: the lock is gone
+				c.signal(syscall.SIGKILL)
+			}
+			return status(c.cmd.ProcessState)
 		case s := <-e.sigs:
 			e.logf("passing %v to the command", s)
-			cmd.Process.Signal(s)
-		case <-lost:
-			lost = nil
-			e.errorf("lock %q lost; sending SIGTERM, SIGKILL in %v", e.key, e.grace)
-			for _, line := range describe(h.err(), e.nodes) {
-				if line != redlock.ErrNotHeld.Error() {
-					fmt.Fprintf(e.stderr, "  %s\n", line)
-				}
+			c.signal(s.(syscall.Signal))
+		case <-c.stopped:
+			if tty != nil {
+				tty.suspend(c)
 			}
-			cmd.Process.Signal(syscall.SIGTERM)
+		case <-lost:
+			lost, wasLost = nil, true
+			e.reportLoss(h)
+			c.signal(syscall.SIGTERM)
 			t := time.NewTimer(e.grace)
 			defer t.Stop()
 			kill = t.C
 		case <-kill:
 			kill = nil
 			e.errorf("command still running %v after SIGTERM; sending SIGKILL", e.grace)
-			cmd.Process.Kill()
+			c.signal(syscall.SIGKILL)
+		}
+	}
+}
+
+// reportLoss says that the lock was lost, and why.
+func (e *execution) reportLoss(h *holder) {
+	e.errorf("lock %q lost; sending SIGTERM, SIGKILL in %v", e.key, e.grace)
+	for _, line := range describe(h.err(), e.nodes) {
+		if line != redlock.ErrNotHeld.Error() {
+			fmt.Fprintf(e.stderr, "  %s\n", line)
 		}
 	}
 }

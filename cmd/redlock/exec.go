@@ -40,11 +40,13 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 const execUsage = `usage: redlock exec (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [flags] -- COMMAND [ARG...]
 
 Acquires the lock on a quorum of the nodes, runs COMMAND while keeping the lock extended, and
-releases it when COMMAND ends. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after
---grace. Signals sent to redlock exec are passed on to COMMAND. With --fence, COMMAND finds
-the lock's fencing token in $REDLOCK_FENCE: hand it to the resource so that it can refuse a
-holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a process it
-hands it to takes the lock over with Client.Resume (until COMMAND ends: then it is released).
+releases it when COMMAND ends. COMMAND runs in a process group of its own, in the terminal's
+foreground when redlock exec is there. Signals sent to redlock exec are passed on to the group.
+If the lock is lost, the group gets SIGTERM, then SIGKILL after --grace, or at once when
+COMMAND has exited. With --fence, COMMAND finds the lock's fencing token in $REDLOCK_FENCE:
+hand it to the resource so that it can refuse a holder whose lock has expired. COMMAND finds
+the lock's token in $REDLOCK_TOKEN: a process it hands it to takes the lock over with
+Client.Resume (until COMMAND ends: then it is released).
 
 Exit status: COMMAND's (128+n when signal n killed it), or
   2      bad flags, URLs or command line, or a --ttl no longer than the clock drift it allows for
