@@ -2,35 +2,52 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// startChild starts cmd in a process group of its own, in the foreground of terminal fg when
-// not nil.
-func startChild(cmd *exec.Cmd, fg *terminal) (*child, error) {
+// selfExe names this program's binary for the guard: the running one, even if it was
+// replaced or removed since.
+func selfExe() (string, error) { return "/proc/self/exe", nil }
+
+// startChild starts cmd in process group pgid (one of its own when 0), in the foreground of
+// terminal fg when not nil, with SIGKILL as its parent-death signal: the kernel kills the
+// command when exec dies, SIGKILL included. That signal comes when the thread that started the child ends,
+// not the process (go.dev/issue/27505), so a goroutine locked to its thread starts the child
+// and keeps the thread until it has waited for it.
+func startChild(cmd *exec.Cmd, fg *terminal, pgid int) (*child, error) {
 	c := &child{cmd: cmd, exited: make(chan struct{}), stopped: make(chan struct{}, 1)}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Pdeathsig: syscall.SIGKILL}
 	if fg != nil {
 		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, fg.fd()
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c.pgid = cmd.Process.Pid
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		c.watchStops()
 		cmd.Wait()
 		close(c.exited)
 	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	c.pgid = cmp.Or(pgid, cmd.Process.Pid)
 	return c, nil
 }
 

@@ -14,8 +14,8 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// A child is the command redlock exec runs, in a process group of its own (numbered by its
-// pid), so that the signals exec sends reach the processes the command started too.
+// A child is the command redlock exec runs, in a process group of its own (the guard's), so
+// that the signals exec sends reach the processes the command started too.
 type child struct {
 	cmd     *exec.Cmd
 	pgid    int
@@ -35,7 +35,12 @@ func (e *execution) runCommand(lock *redlock.Lock) int {
 	cmd.Env = childEnv(os.Environ(), lock.Fence(), lock.Token())
 	tty := openTerminal()
 	defer tty.close()
-	c, code := e.start(cmd, tty)
+	g, err := startGuard()
+	if err != nil {
+		e.errorf("no guard for the command (%v): if redlock exec is killed, what the command started runs on", err)
+	}
+	defer g.dismiss()
+	c, code := e.start(cmd, tty, g)
 	if c == nil {
 		return code
 	}
@@ -48,15 +53,15 @@ func (e *execution) runCommand(lock *redlock.Lock) int {
 	return code
 }
 
-// start starts the command, in the terminal's foreground when exec is there, or returns nil
-// and the exit status.
-func (e *execution) start(cmd *exec.Cmd, tty *terminal) (*child, int) {
+// start starts the command in the guard's process group (see startChild), in the terminal's
+// foreground when exec is there, or returns nil and the exit status.
+func (e *execution) start(cmd *exec.Cmd, tty *terminal, g *guard) (*child, int) {
 	own := syscall.Getpgrp()
 	fg := tty
 	if tty.foreground() != own { // no terminal, or exec runs in the background: leave it be
 		fg = nil
 	}
-	c, err := startChild(cmd, fg)
+	c, err := startChild(cmd, fg, g.group())
 	if err == nil {
 		if fg != nil {
 			ignoreTTOU() // see terminal.give

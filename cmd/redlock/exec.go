@@ -43,10 +43,16 @@ Acquires the lock on a quorum of the nodes, runs COMMAND while keeping the lock 
 releases it when COMMAND ends. COMMAND runs in a process group of its own, in the terminal's
 foreground when redlock exec is there. Signals sent to redlock exec are passed on to the group.
 If the lock is lost, the group gets SIGTERM, then SIGKILL after --grace, or at once when
-COMMAND has exited. With --fence, COMMAND finds the lock's fencing token in $REDLOCK_FENCE:
-hand it to the resource so that it can refuse a holder whose lock has expired. COMMAND finds
-the lock's token in $REDLOCK_TOKEN: a process it hands it to takes the lock over with
-Client.Resume (until COMMAND ends: then it is released).
+COMMAND has exited. If redlock exec dies, even by SIGKILL, its guard (a second redlock
+process) kills the group, and on Linux the kernel kills COMMAND (a parent-death signal).
+
+No tool covers everything: a process that leaves the group (setsid, a daemon) or re-parents
+itself; what COMMAND leaves running when it exits (it runs on without the lock); COMMAND's
+children when the guard dies with redlock exec (kill -9 of both), and COMMAND itself then off
+Linux; a pause of the whole machine. There the resource must protect itself: with --fence,
+COMMAND finds the lock's fencing token in $REDLOCK_FENCE; hand it to the resource so that it
+refuses a holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a process it hands it to
+takes the lock over with Client.Resume (until COMMAND ends: then it is released).
 
 Exit status: COMMAND's (128+n when signal n killed it), or
   2      bad flags, URLs or command line, or a --ttl no longer than the clock drift it allows for

@@ -117,7 +117,12 @@ func waitGone(t *testing.T, what string, pids ...int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: processes %v still run 5s later", what, left)
+			var desc []string
+			for _, p := range left {
+				stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+				desc = append(desc, strings.Join(strings.Fields(string(stat))[:8], " "))
+			}
+			t.Fatalf("%s: processes still run 5s later:\n%s", what, strings.Join(desc, "\n"))
 		}
 	}
 }
