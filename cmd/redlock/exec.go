@@ -172,7 +172,7 @@ func (e *execution) run(ctx context.Context) int {
 
 // exitBudget bounds what exec does once its command has ended (release the lock, close the
 // Client and the connections) so that it exits within 2 s of the command whatever the nodes
-// do: a node the release did not reach keeps the key until its ttl ends, as after a crash.
+// do: a node that has not answered the release by then may keep the key until its ttl ends.
 const exitBudget = time.Second
 
 // finish releases lock (when not nil) and closes locker (when not nil) and cs, giving up after
@@ -196,7 +196,7 @@ func (e *execution) finish(ctx context.Context, lock *redlock.Lock, locker *redl
 	select {
 	case <-done:
 	case <-t.C:
-		e.logf("release and clean-up not done after %v; exiting without them (a node not released keeps the key until its ttl ends)", exitBudget)
+		e.logf("release and clean-up not done after %v; exiting without them (a node that has not answered may keep the key until its ttl ends)", exitBudget)
 	}
 }
 

@@ -43,6 +43,7 @@ func startGuard() (*guard, error) {
 	}
 	defer r.Close()
 	cmd := exec.Command(exe, guardArg)
+	cmd.Args[0] = os.Args[0] // for ps: not /proc/self/exe
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
