@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,6 +54,38 @@ func TestExecHelpListsEveryExitStatus(t *testing.T) {
 
 // execStatuses are the exit statuses of redlock exec besides the command's own.
 var execStatuses = []int{exitUsage, exitSoftware, exitTempFail, exitNoPerm, exitNoExec, exitNotFound}
+
+// docs/cli.md lists the same exit statuses as the usage, for exec and for status.
+func TestDocsListTheExitStatuses(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	_, execPart, _ := strings.Cut(doc, "## `redlock exec`")
+	execPart, statusPart, _ := strings.Cut(execPart, "## `redlock status`")
+	row := regexp.MustCompile(`(?m)^\| (\d+)[ |(]`)
+	var listed []int
+	for _, m := range row.FindAllStringSubmatch(execPart, -1) {
+		n, _ := strconv.Atoi(m[1])
+		listed = append(listed, n)
+	}
+	for _, s := range execStatuses {
+		if !slices.Contains(listed, s) {
+			t.Errorf("docs/cli.md's exec section has no row for exit status %d (rows: %v)", s, listed)
+		}
+	}
+	for _, n := range listed {
+		if !slices.Contains(execStatuses, n) {
+			t.Errorf("docs/cli.md lists exit status %d, which exec never returns", n)
+		}
+	}
+	for _, want := range []string{"| 0 ", "| 1 ", "| 2 "} {
+		if !strings.Contains(statusPart, want) {
+			t.Errorf("docs/cli.md's status section has no row %q", want)
+		}
+	}
+}
 
 // A ttl the library would refuse (no longer than its clock drift allowance) is a usage error,
 // found before any node is asked, like every other bad flag.
