@@ -22,9 +22,9 @@ func selfExe() (string, error) { return "/proc/self/exe", nil }
 
 // startChild starts cmd in process group pgid (one of its own when 0), in the foreground of
 // terminal fg when not nil, with SIGKILL as its parent-death signal: the kernel kills the
-// command when exec dies, SIGKILL included. That signal comes when the thread that started the child ends,
-// not the process (go.dev/issue/27505), so a goroutine locked to its thread starts the child
-// and keeps the thread until it has waited for it.
+// command when exec dies, SIGKILL included. That signal comes when the thread that started
+// the child ends, not the process (go.dev/issue/27505), so a goroutine locked to its thread
+// starts the child and keeps the thread until it has waited for it.
 func startChild(cmd *exec.Cmd, fg *terminal, pgid int) (*child, error) {
 	c := &child{cmd: cmd, exited: make(chan struct{}), stopped: make(chan struct{}, 1)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Pdeathsig: syscall.SIGKILL}

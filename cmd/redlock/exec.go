@@ -51,8 +51,9 @@ itself; what COMMAND leaves running when it exits (it runs on without the lock);
 children when the guard dies with redlock exec (kill -9 of both), and COMMAND itself then off
 Linux; a pause of the whole machine. There the resource must protect itself: with --fence,
 COMMAND finds the lock's fencing token in $REDLOCK_FENCE; hand it to the resource so that it
-refuses a holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a process it hands it to
-takes the lock over with Client.Resume (until COMMAND ends: then it is released).
+refuses a holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a
+process it hands it to takes the lock over with Client.Resume (until COMMAND ends: then it is
+released).
 
 Exit status: COMMAND's (128+n when signal n killed it), or
   2      bad flags, URLs or command line, or a --ttl no longer than the clock drift it allows for
