@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"runtime"
 	"slices"
@@ -107,29 +108,34 @@ func BenchmarkContended(b *testing.B) {
 							l.close()
 						}
 					}()
-					contended(b, ls)
+					contended(b, ls, contendWindow, nil)
 				})
 			}
 		})
 	}
 }
 
-// contended runs b.N windows over ls and reports what BenchmarkContended says. min-share is
-// the fewest acquisitions of one contender over all windows divided by a fair share (all
-// acquisitions over the number of contenders): 1 when they took turns evenly, 0 when one
-// starved. A contender is a Client when there are several (clients=8, one goroutine each);
-// when all goroutines share one Client (clients=1), whose share would always be 1, it is a
-// goroutine.
-func contended(b *testing.B, ls []locker) {
+// contended runs b.N windows of the given length over ls and reports what BenchmarkContended
+// says. min-share is the fewest acquisitions of one contender over all windows divided by a
+// fair share (all acquisitions over the number of contenders): 1 when they took turns evenly,
+// 0 when one starved; under-half-share counts the contenders below half a fair share. A
+// contender is a Client when there are several (clients=8, one goroutine each); when all
+// goroutines share one Client (clients=1), whose share would always be 1, it is a goroutine.
+// no-holder-max-us is the longest time of any window when nobody held the key (see contend).
+// closed, unless nil, is called as each window closes. No acquisition at all is a result too:
+// every wait then lasted the window, and ns/op is the time measured, as if one had come at
+// its end.
+func contended(b *testing.B, ls []locker, length time.Duration, closed func()) {
 	var failed int
 	var waits []time.Duration
-	var longest time.Duration
+	var longest, noHolder time.Duration
 	perGoroutine := make([]int, contenders)
 	for range b.N {
-		r := contend(ls, newKey())
+		r := contend(ls, newKey(), length, closed)
 		failed += r.failed
 		waits = append(waits, r.waits...)
 		longest = max(longest, r.unfinished)
+		noHolder = max(noHolder, r.noHolder)
 		for g, n := range r.acquired {
 			perGoroutine[g] += n
 		}
@@ -137,16 +143,18 @@ func contended(b *testing.B, ls []locker) {
 	b.StopTimer()
 	acquired := len(waits)
 	if acquired == 0 {
-		b.Fatal("no acquisition in the window")
+		b.Log("no acquisition in the window")
+		waits = append(waits, longest)
 	}
-	window := time.Duration(b.N) * contendWindow
-	b.ReportMetric(float64(window.Nanoseconds())/float64(acquired), "ns/op")
+	window := time.Duration(b.N) * length
+	b.ReportMetric(float64(window.Nanoseconds())/float64(max(acquired, 1)), "ns/op")
 	b.ReportMetric(float64(acquired)/window.Seconds(), "acq/s")
 	b.ReportMetric(float64(failed)/window.Seconds(), "failed-locks/s")
 	slices.Sort(waits)
 	b.ReportMetric(us(percentile(waits, 0.50)), "wait-p50-us")
 	b.ReportMetric(us(percentile(waits, 0.99)), "wait-p99-us")
 	b.ReportMetric(us(max(waits[len(waits)-1], longest)), "wait-max-us")
+	b.ReportMetric(us(noHolder), "no-holder-max-us")
 
 	perContender := perGoroutine
 	if len(ls) > 1 {
@@ -155,8 +163,29 @@ func contended(b *testing.B, ls []locker) {
 			perContender[g%len(ls)] += n // the locker contend gave goroutine g
 		}
 	}
-	fair := float64(acquired) / float64(len(perContender))
-	b.ReportMetric(float64(slices.Min(perContender))/fair, "min-share")
+	least, underHalf := shares(perContender)
+	b.ReportMetric(least, "min-share")
+	b.ReportMetric(float64(underHalf), "under-half-share")
+}
+
+// shares returns the least of the contenders' acquisitions as a fraction of a fair share (all
+// acquisitions over the number of contenders), and how many had less than half a fair share.
+// When none acquired anything, every one starved.
+func shares(acquired []int) (least float64, underHalf int) {
+	total := 0
+	for _, n := range acquired {
+		total += n
+	}
+	if total == 0 {
+		return 0, len(acquired)
+	}
+	fair := float64(total) / float64(len(acquired))
+	for _, n := range acquired {
+		if float64(n) < fair/2 {
+			underHalf++
+		}
+	}
+	return float64(slices.Min(acquired)) / fair, underHalf
 }
 
 type contention struct {
@@ -164,19 +193,37 @@ type contention struct {
 	acquired   []int           // acquisitions of each goroutine
 	failed     int             // Lock calls that gave up (redsync after its 32 tries)
 	unfinished time.Duration   // the longest wait cut off by the end of the window
+	noHolder   time.Duration   // the longest time of the window when nobody held the key
 }
 
-// contend runs the contenders for one window on key, goroutine g with ls[g%len(ls)].
-func contend(ls []locker, key string) contention {
-	ctx, cancel := context.WithTimeout(context.Background(), contendWindow)
+// A hold is one holder's time with the key, from its Lock's return to its Unlock's call, in
+// time since the window began.
+type hold struct{ from, to time.Duration }
+
+// contend runs the contenders for one window of the given length on key, goroutine g with
+// ls[g%len(ls)]. A Lock call still running when the window closes is cancelled; its wait
+// counts up to the close, and it counts as no acquisition if it succeeds after. closed,
+// unless nil, is called as the window closes, before contend waits for its goroutines (a
+// benchmark with faulty nodes cuts their connections, so that calls stuck on them end).
+func contend(ls []locker, key string, length time.Duration, closed func()) contention {
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(length))
 	defer cancel()
 	var mu sync.Mutex
 	r := contention{acquired: make([]int, contenders)}
+	var holds []hold
 	var wg sync.WaitGroup
+	if closed != nil {
+		wg.Go(func() {
+			<-ctx.Done() // the deadline: nothing else cancels it before wg.Wait returns
+			closed()
+		})
+	}
 	for g := range contenders {
 		l := ls[g%len(ls)]
 		wg.Go(func() {
 			waits := make([]time.Duration, 0, 4096)
+			mine := make([]hold, 0, 4096)
 			failed := 0
 			want := time.Now()
 			for ctx.Err() == nil {
@@ -187,20 +234,43 @@ func contend(ls []locker, key string) contention {
 					}
 					continue
 				}
-				waits = append(waits, time.Since(want))
+				held := time.Now()
+				if held.Sub(start) >= length {
+					l.unlock(context.Background(), h)
+					break
+				}
+				waits = append(waits, held.Sub(want))
+				mine = append(mine, hold{held.Sub(start), time.Since(start)}) // nothing to do while held
 				l.unlock(context.Background(), h)
 				want = time.Now()
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			r.waits = append(r.waits, waits...)
+			holds = append(holds, mine...)
 			r.acquired[g] = len(waits)
 			r.failed += failed
-			r.unfinished = max(r.unfinished, time.Since(want))
+			r.unfinished = max(r.unfinished, min(time.Since(start), length)-want.Sub(start))
 		})
 	}
 	wg.Wait()
+	r.noHolder = longestGap(holds, length)
 	return r
+}
+
+// longestGap returns the longest time in [0, length) that no hold covers; holds overlap only
+// when a library let two holders in.
+func longestGap(holds []hold, length time.Duration) time.Duration {
+	slices.SortFunc(holds, func(a, b hold) int { return cmp.Compare(a.from, b.from) })
+	var gap, covered time.Duration // covered: [0, covered) is a gap already measured or held
+	for _, h := range holds {
+		if h.from >= length {
+			break
+		}
+		gap = max(gap, h.from-covered)
+		covered = max(covered, min(h.to, length))
+	}
+	return max(gap, length-covered)
 }
 
 // 4. Uncontended serial Lock+Unlock on N = 3, 5 and 7 local nodes: how the cost grows with N.

@@ -85,7 +85,7 @@ func BenchmarkCluster(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						l = ours{c}
+						l = ours{c, ttl}
 					}
 					defer l.close()
 					serial(b, l)

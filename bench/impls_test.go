@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
@@ -30,34 +31,52 @@ type impl struct {
 }
 
 var (
-	implFloor = impl{"floor", newFloorLocker}
-	implOurs  = impl{"redlock", func(b *testing.B, nodes []redis.UniversalClient) locker {
-		c, err := redlock.New(nodes)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return ours{c}
-	}}
-	implRedsync = impl{"redsync", func(b *testing.B, nodes []redis.UniversalClient) locker {
-		return newRedsync(nodes)
-	}}
-	implRedsyncFailFast = impl{"redsync-failfast", func(b *testing.B, nodes []redis.UniversalClient) locker {
-		return newRedsync(nodes, redsync.WithFailFast(true))
-	}}
-	implRedislock = impl{"redislock-1node", func(b *testing.B, nodes []redis.UniversalClient) locker {
+	implFloor           = impl{"floor", newFloorLocker}
+	implOurs            = oursImpl(ttl)
+	implRedsync         = redsyncImpl(ttl)
+	implRedsyncFailFast = redsyncFailFastImpl(ttl)
+	implRedislock       = impl{"redislock-1node", func(b *testing.B, nodes []redis.UniversalClient) locker {
 		return redislockLocker{redislock.New(nodes[0])}
 	}}
 )
 
-// ours is this library with its default options.
-type ours struct{ c *redlock.Client }
+// oursImpl is this library with its default options, locking for d.
+func oursImpl(d time.Duration) impl {
+	return impl{"redlock", func(b *testing.B, nodes []redis.UniversalClient) locker {
+		c, err := redlock.New(nodes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return ours{c, d}
+	}}
+}
 
-func (o ours) lock(ctx context.Context, key string) (any, error) { return o.c.Lock(ctx, key, ttl) }
+// redsyncImpl is redsync with an expiry of d (its default is 8 s, the benchmarks' ttl);
+// redsyncFailFastImpl adds WithFailFast(true).
+func redsyncImpl(d time.Duration) impl {
+	return impl{"redsync", func(b *testing.B, nodes []redis.UniversalClient) locker {
+		return newRedsync(nodes, redsync.WithExpiry(d))
+	}}
+}
+
+func redsyncFailFastImpl(d time.Duration) impl {
+	return impl{"redsync-failfast", func(b *testing.B, nodes []redis.UniversalClient) locker {
+		return newRedsync(nodes, redsync.WithExpiry(d), redsync.WithFailFast(true))
+	}}
+}
+
+// ours is this library, locking for ttl.
+type ours struct {
+	c   *redlock.Client
+	ttl time.Duration
+}
+
+func (o ours) lock(ctx context.Context, key string) (any, error) { return o.c.Lock(ctx, key, o.ttl) }
 func (o ours) unlock(ctx context.Context, h any) error           { return h.(*redlock.Lock).Unlock(ctx) }
 func (o ours) close()                                            { o.c.Close() }
 
 // redsyncLocker is redsync v4 over its go-redis v9 pool, one mutex an acquisition as its
-// README shows, with its defaults (8 s expiry, 32 tries 50-250 ms apart) plus opts.
+// README shows, with its defaults (8 s expiry, 32 tries 50-250 ms apart) changed by opts.
 type redsyncLocker struct {
 	rs   *redsync.Redsync
 	opts []redsync.Option

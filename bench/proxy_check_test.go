@@ -2,10 +2,16 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
+	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,4 +72,113 @@ func TestDelayProxy(t *testing.T) {
 	}
 	c.Close()
 	p.Close() // Close cuts the proxied connections; the deferred call is then a no-op
+}
+
+// A proxy with a lossy reply direction delivers a run of whole replies, then nothing, while
+// the connection stays open and requests still reach the target. Where the replies stop is
+// fixed by the seed, whatever the chunks. Once healed, it cuts that connection and passes
+// everything on new ones. The target echoes, so the replies are the values the client sent.
+func TestLossyProxy(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var echoed atomic.Int64 // bytes the target received
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer ln.Close()
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				buf := make([]byte, 512)
+				for {
+					n, err := c.Read(buf)
+					echoed.Add(int64(n))
+					if _, werr := c.Write(buf[:n]); err != nil || werr != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+
+	cfg := proxyConfig{replies: fault{minDelay: time.Millisecond, maxDelay: 5 * time.Millisecond, drop: 0.1}, seed: 7}
+	p, err := startProxy(ln.Addr().String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var sent []byte
+	for i := range 60 {
+		sent = fmt.Appendf(sent, "*2\r\n$4\r\necho\r\n$%d\r\n%d\r\n", len(strconv.Itoa(i)), i)
+	}
+	// What the replies of connection 0 keep, lost as the proxy will lose them.
+	want := (&loss{p: cfg.replies.drop, rng: rand.New(rand.NewPCG(cfg.seed, 4*0+2*1+1))}).keep(slices.Clone(sent))
+	if len(want) == len(sent) {
+		t.Fatal("the seed loses nothing; pick another")
+	}
+
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	c.SetDeadline(deadline)
+	for i := 0; i < len(sent); i += 7 { // in pieces, as several writes
+		if _, err := c.Write(sent[i:min(i+7, len(sent))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("read the replies kept: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %q, want %q", got, want)
+	}
+	for echoed.Load() < int64(len(sent)) { // the requests all passed
+		if time.Now().After(deadline) {
+			t.Fatalf("the target received %d of %d bytes", echoed.Load(), len(sent))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	n, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	if n != 0 || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("after the loss: read %d bytes, %v; want nothing and the connection open", n, err)
+	}
+	if s := p.stalls.Load(); s != 1 {
+		t.Fatalf("stalls = %d, want 1", s)
+	}
+
+	// heal cuts the stalled connection; a new one loses nothing.
+	p.heal()
+	c.SetReadDeadline(deadline)
+	if n, err := c.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("after heal: read %d bytes, %v; want EOF", n, err)
+	}
+	c2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.SetDeadline(deadline)
+	if _, err := c2.Write(sent); err != nil {
+		t.Fatal(err)
+	}
+	all := make([]byte, len(sent))
+	if _, err := io.ReadFull(c2, all); err != nil || !bytes.Equal(all, sent) {
+		t.Fatalf("after heal: read %q, %v; want every value", all, err)
+	}
+	c.Close()
+	c2.Close()
+	p.Close()
 }

@@ -1,19 +1,27 @@
 package bench
 
 import (
+	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // A delayProxy listens on a loopback port and forwards every connection to one target,
-// holding the bytes of each direction for delay before passing them on, in the order they
-// came. It keeps a bounded number of buffers per direction, so a stalled reader slows the
-// writer down instead of growing memory. Close stops every goroutine it started.
+// holding the bytes of each direction for a delay before passing them on, in the order they
+// came, and optionally losing the replies of some commands (see fault). It keeps a bounded
+// number of buffers per direction, so a stalled reader slows the writer down instead of
+// growing memory. Close stops every goroutine it started.
 type delayProxy struct {
 	ln     net.Listener
 	target string
-	delay  time.Duration
+	cfg    proxyConfig
+	seq    uint64 // connections accepted, numbering their random streams; accept's own
+
+	stalls   atomic.Int64 // directions that lost a value and deliver nothing since
+	unframed atomic.Int64 // directions that lose nothing because their bytes were not RESP
+	healed   atomic.Bool  // faults are over (see heal)
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -21,17 +29,66 @@ type delayProxy struct {
 	wg     sync.WaitGroup
 }
 
+// A proxyConfig says what the proxy does to each direction of every connection.
+type proxyConfig struct {
+	requests fault // client to node
+	replies  fault // node to client
+	// seed seeds the random delays and losses, each from a stream of its own so that where
+	// values are lost does not depend on how the bytes came in chunks: connection i (in the
+	// order accepted) draws the delays of direction d (0 requests, 1 replies) from
+	// PCG(seed, 4i+2d) and its losses from PCG(seed, 4i+2d+1).
+	seed uint64
+}
+
+// A fault is what the proxy does to the bytes of one direction.
+//
+// Each chunk (what one read of the source returned: a reply, or a pipeline's replies, when
+// the client waits for them) is held for a delay drawn uniformly from [minDelay, maxDelay].
+// Chunks keep their order, as TCP's bytes do, so a chunk whose delay is shorter than the
+// one before it waits for that one.
+//
+// With drop > 0 the direction is read as RESP, and each whole value (a reply, or a pub/sub
+// message) is lost with probability drop; from then on nothing more of that direction is
+// delivered, while the connection stays open and the other direction still passes. A lost
+// value rather than lost bytes: bytes cut out of a RESP stream leave the client a stream it
+// cannot parse (a protocol error, which go-redis answers at once by closing the connection:
+// a clean failure, not a gray one) or, when the cut falls on value boundaries, a stream
+// whose later replies it takes for the answers to earlier commands, which no network does.
+// Nothing after it, because a TCP stream cannot skip a hole: a path that loses bytes for
+// good delivers nothing behind them, and a go-redis client matches replies to commands by
+// their order alone (pipelines included). For a command this is a lost reply: go-redis
+// waits out its read timeout (3 s by default), then discards the connection and dials
+// another. A pub/sub connection stays silent until its client notices.
+type fault struct {
+	minDelay, maxDelay time.Duration
+	drop               float64
+}
+
+// delay draws one chunk's delay.
+func (f fault) delay(rng *rand.Rand) time.Duration {
+	if f.maxDelay <= f.minDelay {
+		return f.minDelay
+	}
+	return f.minDelay + time.Duration(rng.Int64N(int64(f.maxDelay-f.minDelay)+1))
+}
+
 const (
 	proxyBuffers = 32       // in flight per direction of one connection
 	proxyBufSize = 16 << 10 // bytes per buffer
 )
 
+// startDelayProxy starts a proxy that holds the bytes of both directions for delay.
 func startDelayProxy(target string, delay time.Duration) (*delayProxy, error) {
+	each := fault{minDelay: delay, maxDelay: delay}
+	return startProxy(target, proxyConfig{requests: each, replies: each})
+}
+
+func startProxy(target string, cfg proxyConfig) (*delayProxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &delayProxy{ln: ln, target: target, delay: delay, conns: map[net.Conn]struct{}{}}
+	p := &delayProxy{ln: ln, target: target, cfg: cfg, conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -48,6 +105,18 @@ func (p *delayProxy) Close() {
 	p.mu.Unlock()
 	p.ln.Close()
 	p.wg.Wait()
+}
+
+// heal ends the faults: from now on every direction passes its bytes at once, and every
+// connection open now is closed (a stalled one cannot recover the bytes it lost), so that
+// calls waiting on it fail and go-redis dials again. The proxy goes on accepting.
+func (p *delayProxy) heal() {
+	p.healed.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
 }
 
 // track registers c to be closed by Close; it reports false (and closes c) once closed.
@@ -78,12 +147,31 @@ func (p *delayProxy) accept() {
 		if !p.track(client) {
 			return
 		}
-		p.wg.Go(func() { p.serve(client) })
+		requests, replies := p.direction(p.cfg.requests, p.seq, 0), p.direction(p.cfg.replies, p.seq, 1)
+		p.seq++
+		p.wg.Go(func() { p.serve(client, requests, replies) })
 	}
 }
 
+// A direction is one way through a connection: what it does to the bytes, and its random
+// streams (see proxyConfig.seed).
+type direction struct {
+	fault
+	delays *rand.Rand
+	lose   *loss // nil when the fault loses nothing
+}
+
+// direction returns direction d (0 requests, 1 replies) of connection i.
+func (p *delayProxy) direction(f fault, i, d uint64) direction {
+	dir := direction{fault: f, delays: rand.New(rand.NewPCG(p.cfg.seed, 4*i+2*d))}
+	if f.drop > 0 {
+		dir.lose = &loss{p: f.drop, rng: rand.New(rand.NewPCG(p.cfg.seed, 4*i+2*d+1))}
+	}
+	return dir
+}
+
 // serve pumps one connection both ways until either side ends, then closes both.
-func (p *delayProxy) serve(client net.Conn) {
+func (p *delayProxy) serve(client net.Conn, requests, replies direction) {
 	defer p.untrack(client)
 	server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
 	if err != nil {
@@ -103,8 +191,8 @@ func (p *delayProxy) serve(client net.Conn) {
 		})
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { p.pipe(server, client, done, stop) })
-	wg.Go(func() { p.pipe(client, server, done, stop) })
+	wg.Go(func() { p.pipe(server, client, requests, done, stop) })
+	wg.Go(func() { p.pipe(client, server, replies, done, stop) })
 	wg.Wait()
 }
 
@@ -113,10 +201,10 @@ type chunk struct {
 	due time.Time
 }
 
-// pipe copies src to dst, each read delivered delay after it was read. A reader goroutine
-// stamps chunks; this goroutine writes them when due. Both end when done closes or either
-// side fails, and stop is called on the way out.
-func (p *delayProxy) pipe(dst, src net.Conn, done chan struct{}, stop func()) {
+// pipe copies src to dst as dir says, each read delivered the delay it drew after it was
+// read, less what dir loses. A reader goroutine stamps chunks; this goroutine writes them
+// when due. Both end when done closes or either side fails, and stop is called on the way out.
+func (p *delayProxy) pipe(dst, src net.Conn, dir direction, done chan struct{}, stop func()) {
 	free := make(chan []byte, proxyBuffers)
 	for range proxyBuffers {
 		free <- make([]byte, proxyBufSize)
@@ -135,8 +223,17 @@ func (p *delayProxy) pipe(dst, src net.Conn, done chan struct{}, stop func()) {
 				return
 			}
 			n, err := src.Read(buf[:cap(buf)])
-			if n > 0 {
-				queue <- chunk{buf: buf[:n], due: time.Now().Add(p.delay)} // never blocks: one slot a buffer
+			kept, due := buf[:n], time.Now()
+			if !p.healed.Load() {
+				if dir.lose != nil {
+					kept = p.keep(dir.lose, kept)
+				}
+				due = due.Add(dir.delay(dir.delays))
+			}
+			if len(kept) > 0 {
+				queue <- chunk{buf: kept, due: due} // never blocks: one slot a buffer
+			} else {
+				free <- buf
 			}
 			if err != nil {
 				stop()
@@ -165,4 +262,17 @@ func (p *delayProxy) pipe(dst, src net.Conn, done chan struct{}, stop func()) {
 		}
 		free <- c.buf
 	}
+}
+
+// keep passes b through l and counts what happened to its direction.
+func (p *delayProxy) keep(l *loss, b []byte) []byte {
+	stalled, broken := l.stalled, l.broken
+	b = l.keep(b)
+	if l.stalled && !stalled {
+		p.stalls.Add(1)
+	}
+	if l.broken && !broken {
+		p.unframed.Add(1)
+	}
+	return b
 }

@@ -3,7 +3,8 @@
 # minute on the shared machine touches every library alike, rather than five runs of one case
 # in a row), then benchstat, then BENCHMARKS.md and its chart from those results.
 #
-# ROUNDS (default 8) sets the number of rounds; about 40 s each on 2 cores.
+# ROUNDS (default 8) sets the number of rounds; about 80 s each on 2 cores, half of it the
+# gray-failure case (9 windows of 4 s).
 set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}
@@ -12,7 +13,10 @@ BENCHSTAT=${BENCHSTAT:-"$GO run golang.org/x/perf/cmd/benchstat@v0.0.0-202609082
 
 # case pattern, then -benchtime: a fixed number of ops, so that the libraries of a case get
 # the same sample for their percentiles, except redsync with a slow node, which waits for it
-# (85 ms an op) and gets fewer; the contended case is one 2 s window an op.
+# (85 ms an op) and gets fewer; the contended case is one 2 s window an op, the gray-failure
+# case one 4 s window an op. benchreport compares the gray-failure case's variants and
+# libraries within a round by the test process that ran them: keep it one pattern, one process
+# a round.
 cases=(
 	'^BenchmarkUncontended$' 1000x
 	'^BenchmarkSlowNode$/^impl=(floor|redlock|redsync-failfast)$' 600x
@@ -20,6 +24,7 @@ cases=(
 	'^BenchmarkContended$' 1x
 	'^BenchmarkNodes$' 1000x
 	'^BenchmarkCluster$' 1000x
+	'^BenchmarkGrayFailure$' 1x
 )
 
 tmp=$(mktemp -d)

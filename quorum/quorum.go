@@ -50,9 +50,9 @@ func New[T any](n int) *Round[T] {
 	return &Round[T]{n: n, replies: make([]Reply[T], 0, n), arrived: make(chan struct{}, n)}
 }
 
-// Start calls call(ctx, i) for every node i in [0, n), each in its own goroutine tracked by wg,
-// and returns at once. Bounding the calls in time is the caller's business: Decide stops waiting
-// when told to, and a call that goes on anyway ends when call returns.
+// Start calls call(ctx, i) for every node i in [0, n), each in its own goroutine tracked by wg
+// (when not nil), and returns at once. Bounding the calls in time is the caller's business:
+// Decide stops waiting when told to, and a call that goes on anyway ends when call returns.
 func Start[T any](ctx context.Context, wg *sync.WaitGroup, n int, call func(ctx context.Context, node int) (T, error)) *Round[T] {
 	r := New[T](n)
 	for i := range n {
@@ -61,8 +61,16 @@ func Start[T any](ctx context.Context, wg *sync.WaitGroup, n int, call func(ctx 
 	return r
 }
 
-// Go calls call(ctx, node) in a goroutine tracked by wg; its result is node's reply.
+// Go calls call(ctx, node) in a goroutine tracked by wg (when not nil); its result is node's
+// reply.
 func (r *Round[T]) Go(ctx context.Context, wg *sync.WaitGroup, node int, call func(ctx context.Context, node int) (T, error)) {
+	if wg == nil {
+		go func() {
+			v, err := call(ctx, node)
+			r.Put(Reply[T]{Node: node, Value: v, Err: err})
+		}()
+		return
+	}
 	wg.Add(1)
 	go func() { // not wg.Go: its wrapper would cost an allocation a node
 		defer wg.Done()
@@ -156,10 +164,15 @@ func (r *Round[T]) Linger(out *Outcome[T], deadline <-chan time.Time) {
 	}
 }
 
-// Rest waits for the replies still in flight after Decide and calls f with each as it arrives.
-func (r *Round[T]) Rest(f func(Reply[T])) {
+// Rest waits for the replies still in flight after Decide and calls f with each as it arrives,
+// until they are all in or done is closed (nil: never).
+func (r *Round[T]) Rest(done <-chan struct{}, f func(Reply[T])) {
 	for r.read < r.n {
-		<-r.arrived
-		f(r.next())
+		select {
+		case <-r.arrived:
+			f(r.next())
+		case <-done:
+			return
+		}
 	}
 }

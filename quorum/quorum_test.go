@@ -62,7 +62,7 @@ func TestDecideEverySubset(t *testing.T) {
 			return i, nil
 		})
 		out := r.Decide(quorum.Of(n), nil, nil)
-		r.Rest(func(quorum.Reply[int]) {})
+		r.Rest(nil, func(quorum.Reply[int]) {})
 		wg.Wait()
 		failed := 0
 		for i := range n {
@@ -120,7 +120,7 @@ func TestDecideDoesNotWaitForStragglers(t *testing.T) {
 			}
 			close(release)
 			var late []int
-			r.Rest(func(rep quorum.Reply[int]) { late = append(late, rep.Node) })
+			r.Rest(nil, func(rep quorum.Reply[int]) { late = append(late, rep.Node) })
 			slices.Sort(late)
 			if !slices.Equal(late, out.Pending) {
 				t.Fatalf("late replies from %v, want the pending %v", late, out.Pending)
@@ -147,7 +147,7 @@ func TestDecideStops(t *testing.T) {
 	}
 	close(release)
 	n := 0
-	r.Rest(func(quorum.Reply[int]) { n++ })
+	r.Rest(nil, func(quorum.Reply[int]) { n++ })
 	if got := len(out.Replies) + n; got != 3 {
 		t.Fatalf("saw %d replies in all, want 3", got)
 	}
@@ -177,7 +177,7 @@ func TestLinger(t *testing.T) {
 	}
 	close(release)
 	n := 0
-	r.Rest(func(quorum.Reply[int]) { n++ })
+	r.Rest(nil, func(quorum.Reply[int]) { n++ })
 	if n != 1 {
 		t.Fatalf("Rest saw %d replies, want 1", n)
 	}

@@ -12,14 +12,14 @@ import (
 // no other call of the Client in flight to the node goes out at once, on its own, as if there
 // were no batcher; calls that arrive while one is in flight wait for it, then the first of them
 // sends them all in one pipeline (one write, one read), and so on. So a lone caller is never
-// delayed, many concurrent callers cost the node one round trip a batch, and the node sees
-// this Client's calls in the order they were made: a release never overtakes its own SET.
+// delayed, and many concurrent callers cost the node one round trip a batch.
 //
 // A caller whose ctx ends while its call waits in the queue takes it out and returns ctx's
 // error: the call is never sent. One whose call is in flight returns ctx's error at once too;
-// the call may still reach the node, as with any timed-out call.
+// the call may still reach the node, as with any timed-out call. So no call waits behind a
+// stuck batch longer than its own context allows; the batch ends by go-redis's timeouts.
 type batcher struct {
-	node redis.UniversalClient
+	node *redis.Client
 
 	mu    sync.Mutex
 	busy  bool            // a call or a batch is in flight
@@ -28,17 +28,9 @@ type batcher struct {
 	free  []*batchCall    // calls to reuse
 }
 
-// A batchCall is one call waiting in a batcher's queue: Process's, or EVALSHA or EVAL.
+// A batchCall is one call waiting in a batcher's queue.
 type batchCall struct {
-	ctx     context.Context
-	process bool   // Process's cmd, rather than a script
-	sha     bool   // EVALSHA rather than EVAL
-	script  string // the script or its SHA1
-	keys    []string
-	args    []any
-
-	// Its command once added to the pipeline; Process's from the start, a stand-in for the
-	// caller's (see newLike), which a call that gave up would share with the batch.
+	ctx   context.Context
 	cmd   redis.Cmder
 	lead  bool          // set when handed the queue to send
 	ready chan struct{} // receives when cmd has its reply, or lead is set
@@ -61,7 +53,7 @@ func (b *batcher) call() *batchCall {
 	return &batchCall{ready: make(chan struct{}, 1)}
 }
 
-// recycle keeps c for reuse once its caller has read the reply.
+// recycle keeps c for reuse once its caller is done with it.
 func (b *batcher) recycle(c *batchCall) {
 	*c = batchCall{ready: c.ready}
 	b.mu.Lock()
@@ -71,20 +63,19 @@ func (b *batcher) recycle(c *batchCall) {
 	}
 }
 
-// add puts the call on the pipeline.
-func (c *batchCall) add(p redis.Pipeliner) redis.Cmder {
-	switch {
-	case c.process:
-		p.Process(c.ctx, c.cmd)
-		return c.cmd
-	case c.sha:
-		return p.EvalSha(c.ctx, c.script, c.keys, c.args...)
-	default:
-		return p.Eval(c.ctx, c.script, c.keys, c.args...)
+// process sends cmd, alone or in a batch, and returns its error or ctx's.
+func (b *batcher) process(ctx context.Context, cmd redis.Cmder) error {
+	if b.enter() {
+		defer b.next()
+		return b.node.Process(ctx, cmd)
 	}
+	call := b.call()
+	call.ctx, call.cmd = ctx, cmd
+	if err := b.wait(call); err != nil {
+		return err
+	}
+	return cmd.Err()
 }
-
-var _ conn = (*batcher)(nil)
 
 // enter reports whether nothing was in flight, in which case the caller sends its call itself
 // at once and then calls next.
@@ -98,17 +89,16 @@ func (b *batcher) enter() bool {
 	return true
 }
 
-// wait queues call behind the one in flight and returns its command once it has its reply, or
+// wait queues call behind the one in flight until its command has its reply, or returns
 // ctx's error.
-func (b *batcher) wait(ctx context.Context, call *batchCall) (redis.Cmder, error) {
-	call.ctx = ctx
+func (b *batcher) wait(call *batchCall) error {
 	b.mu.Lock()
 	b.queue = append(b.queue, call)
 	b.mu.Unlock()
 
 	select {
 	case <-call.ready:
-	case <-ctx.Done():
+	case <-call.ctx.Done():
 		b.mu.Lock()
 		select {
 		case <-call.ready: // it came in the meantime
@@ -119,18 +109,18 @@ func (b *batcher) wait(ctx context.Context, call *batchCall) (redis.Cmder, error
 				b.queue = slices.Delete(b.queue, i, i+1)
 			}
 			b.mu.Unlock()
+			err := call.ctx.Err()
 			if i >= 0 {
 				b.recycle(call)
 			} // else its batch still holds it
-			return nil, ctx.Err()
+			return err
 		}
 	}
 	if call.lead {
 		b.send()
 	}
-	cmd := call.cmd
 	b.recycle(call)
-	return cmd, nil
+	return nil
 }
 
 // next hands the queue, if any, to its first caller to send; else the node is idle again.
@@ -147,7 +137,7 @@ func (b *batcher) next() {
 
 // send writes every queued call in one pipeline, wakes their callers with the replies, and
 // hands on what queued meanwhile. The pipeline serves many callers, so it does not end with the
-// sender's ctx; go-redis's own timeouts bound it.
+// sender's ctx; go-redis's timeouts bound it.
 func (b *batcher) send() {
 	b.mu.Lock()
 	batch := b.queue
@@ -158,77 +148,11 @@ func (b *batcher) send() {
 	b.mu.Unlock()
 
 	for _, c := range batch {
-		c.cmd = c.add(b.pipe)
+		b.pipe.Process(c.ctx, c.cmd)
 	}
 	b.pipe.Exec(context.WithoutCancel(batch[0].ctx)) // each command carries its own error
 	for _, c := range batch[1:] {                    // batch[0] is the sender
 		c.ready <- struct{}{}
 	}
 	b.next()
-}
-
-func (b *batcher) Process(ctx context.Context, cmd redis.Cmder) error {
-	if b.enter() {
-		defer b.next()
-		return b.node.Process(ctx, cmd)
-	}
-	call := b.call()
-	call.process, call.cmd = true, newLike(ctx, cmd, cmd.Args())
-	got, err := b.wait(ctx, call)
-	if err != nil {
-		cmd.SetErr(err)
-		return err
-	}
-	copyReply(cmd, got)
-	return cmd.Err()
-}
-
-func (b *batcher) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	if b.enter() {
-		defer b.next()
-		return b.node.EvalSha(ctx, sha1, keys, args...)
-	}
-	call := b.call()
-	call.sha, call.script, call.keys, call.args = true, sha1, keys, args
-	return queuedCmd(b.wait(ctx, call))
-}
-
-func (b *batcher) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	if b.enter() {
-		defer b.next()
-		return b.node.Eval(ctx, script, keys, args...)
-	}
-	call := b.call()
-	call.script, call.keys, call.args = script, keys, args
-	return queuedCmd(b.wait(ctx, call))
-}
-
-// queuedCmd is the command of a queued call, or one that failed with the error wait returned.
-func queuedCmd(got redis.Cmder, err error) *redis.Cmd {
-	if err != nil {
-		cmd := redis.NewCmd(context.Background())
-		cmd.SetErr(err)
-		return cmd
-	}
-	return got.(*redis.Cmd)
-}
-
-func (b *batcher) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return b.node.EvalRO(ctx, script, keys, args...)
-}
-
-func (b *batcher) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return b.node.EvalShaRO(ctx, sha1, keys, args...)
-}
-
-func (b *batcher) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
-	return b.node.ScriptExists(ctx, hashes...)
-}
-
-func (b *batcher) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
-	return b.node.ScriptLoad(ctx, script)
-}
-
-func (b *batcher) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
-	return b.node.Subscribe(ctx, channels...)
 }

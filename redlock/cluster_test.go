@@ -29,6 +29,9 @@ type clusterSetup struct {
 	raw func(i int) (redis.UniversalClient, string)
 	// cluster returns the cluster that node i is on.
 	cluster func(i int) *redistest.Cluster
+	// keys are the keys (and prefixes) the setup runs on: NewCluster refuses a prefix with a
+	// hash tag, which would put every vote in one slot.
+	keys []clusterKey
 }
 
 // Three clusters of three masters each, one node each.
@@ -49,6 +52,7 @@ func clustersAsNodes(t *testing.T) clusterSetup {
 		},
 		raw:     func(i int) (redis.UniversalClient, string) { return raws[i], "" },
 		cluster: func(i int) *redistest.Cluster { return cls[i] },
+		keys:    clusterKeys,
 	}
 }
 
@@ -69,6 +73,9 @@ func votesOnOneCluster(t *testing.T) clusterSetup {
 		},
 		raw:     func(i int) (redis.UniversalClient, string) { return raw, "{" + votes[i].Tag + "}" },
 		cluster: func(int) *redistest.Cluster { return cl },
+		keys: slices.DeleteFunc(slices.Clone(clusterKeys), func(k clusterKey) bool {
+			return strings.Contains(k.prefix, "{")
+		}),
 	}
 }
 
@@ -104,7 +111,9 @@ func TestClusterClientsAsNodes(t *testing.T) { testCluster(t, clustersAsNodes(t)
 func TestNewClusterVotes(t *testing.T) { testCluster(t, votesOnOneCluster(t)) }
 
 // Keys that break a lock whose companion keys are not named in the key's slot.
-var clusterKeys = []struct{ prefix, key string }{
+type clusterKey struct{ prefix, key string }
+
+var clusterKeys = []clusterKey{
 	{"", "{user:7}:profile"},
 	{"app:", "a{b}c{d}"},
 	{"{tenant}:", "x{}y{z}"},
@@ -118,7 +127,7 @@ func testCluster(t *testing.T, s clusterSetup) {
 	// 16 goroutines of 4 Clients take turns on each key; no two critical sections overlap, and
 	// the contended path (the waiters' queue, the announcements) works in every slot.
 	t.Run("exclusion", func(t *testing.T) {
-		for _, k := range clusterKeys {
+		for _, k := range s.keys {
 			t.Run(k.prefix+k.key, func(t *testing.T) {
 				var inside, overlaps atomic.Int32
 				count := 0
@@ -224,7 +233,7 @@ func testCluster(t *testing.T, s clusterSetup) {
 			}
 			got <- err
 		}()
-		queue := keyslot.Companion("queue", key)
+		queue := companion("queue", key)
 		redistest.Eventually(t, "the waiter queued on a quorum", func() bool {
 			n := 0
 			for i := range 3 {
@@ -307,7 +316,7 @@ func testCluster(t *testing.T, s clusterSetup) {
 	// the key's slot, and their waiting calls are woken by releases (the fallback timer is an
 	// hour).
 	t.Run("primitives", func(t *testing.T) {
-		for _, k := range clusterKeys {
+		for _, k := range s.keys {
 			t.Run(k.prefix+k.key, func(t *testing.T) {
 				hour := redlock.WithRetryDelay(time.Hour, time.Hour)
 				c1 := s.client(t, redlock.WithKeyPrefix(k.prefix), hour)
@@ -396,6 +405,7 @@ func TestNewClusterErrors(t *testing.T) {
 		{"no votes", one, 0, nil, "0 votes: want at least 1"},
 		{"negative votes", one, -2, nil, "-2 votes: want at least 1"},
 		{"bad option", one, 1, []redlock.Option{redlock.WithDriftFactor(2)}, "drift factor 2 out of range"},
+		{"prefix with a hash tag", one, 1, []redlock.Option{redlock.WithKeyPrefix("{tenant}:")}, "would put every vote in one slot"},
 		{"more votes than masters", one, 2, nil, "2 votes need as many masters serving slots; the cluster has 1"},
 		{"unreachable", gone, 1, nil, "read the cluster's slots"},
 	} {

@@ -2,10 +2,7 @@ package redlock_test
 
 import (
 	"context"
-	"crypto/sha1"
 	"errors"
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +12,7 @@ import (
 	"github.com/alicebob/miniredis/v2/server"
 
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -49,7 +47,7 @@ func TestFenceIncreasesAndIsStored(t *testing.T) {
 	c.Close()
 	held := 0
 	for _, m := range ms {
-		if v, _ := m.Get("fence:{k}"); v == strconv.FormatUint(last, 10) {
+		if v, _ := m.Get(companion("fence", "k")); v == strconv.FormatUint(last, 10) {
 			held++
 		}
 	}
@@ -110,11 +108,7 @@ func TestFenceSurvivesAFastClockAndADataLoss(t *testing.T) {
 // Round 1 succeeds everywhere but round 2 reaches only one node of three: the acquisition
 // fails, says why, and is rolled back on every node.
 func TestFencingRoundFailureRollsBack(t *testing.T) {
-	src, err := os.ReadFile("scripts/fence.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	round2 := fmt.Sprintf("%x", sha1.Sum(src))
+	round2 := wire.FenceScript.SHA1()
 	ms, c := cluster(t, 3, redlock.WithFencing())
 	for _, m := range ms[:2] {
 		m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
@@ -125,7 +119,7 @@ func TestFencingRoundFailureRollsBack(t *testing.T) {
 			return false
 		})
 	}
-	_, err = c.TryLock(context.Background(), "k", time.Second)
+	_, err := c.TryLock(context.Background(), "k", time.Second)
 	if !errors.Is(err, redlock.ErrNotAcquired) || !strings.Contains(err.Error(), "fencing round") {
 		t.Fatalf("TryLock = %v, want ErrNotAcquired from the fencing round", err)
 	}

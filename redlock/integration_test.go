@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -191,6 +192,11 @@ func TestRealServersExpiredLockTakenOver(t *testing.T) {
 	second, err := other.Lock(ctx, "k", time.Minute)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i, n := range nodes { // the nodes after the quorum may still be answering
+		redistest.Eventually(t, fmt.Sprintf("node %d holds the new token", i), func() bool {
+			return n.Get(ctx, "k").Val() == second.Token()
+		})
 	}
 	if err := first.Extend(ctx, time.Minute); !errors.Is(err, redlock.ErrNotHeld) {
 		t.Fatalf("Extend of the expired lock: %v, want ErrNotHeld", err)

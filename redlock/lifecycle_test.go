@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -158,54 +157,34 @@ func TestDoCancelsFnWhenTheLockIsLost(t *testing.T) {
 	}
 }
 
-// acquisitions counts why each Lock acquired, from the client's debug log.
-type acquisitions struct {
-	mu  sync.Mutex
-	why map[string]int
-}
-
-func (a *acquisitions) Enabled(context.Context, slog.Level) bool { return true }
-func (a *acquisitions) WithAttrs([]slog.Attr) slog.Handler       { return a }
-func (a *acquisitions) WithGroup(string) slog.Handler            { return a }
-func (a *acquisitions) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "redlock: acquired" {
-		return nil
-	}
-	r.Attrs(func(at slog.Attr) bool {
-		if at.Key == "after" {
-			a.mu.Lock()
-			a.why[at.Value.String()]++
-			a.mu.Unlock()
-		}
-		return true
-	})
-	return nil
-}
-
-// Eight clients, as eight processes would, hand one key around. The fallback timer is 10s, so
+// Eight clients, as eight processes would, hand one key around. The fallback timer is 10 s, so
 // a hand-off that waited for it would show: every one must come from an announced release.
 func TestRealServersHandOffByAnnouncement(t *testing.T) {
 	ss := redistest.StartN(t, 5)
 	addrs := redistest.Addrs(ss)
-	why := &acquisitions{why: map[string]int{}}
 	const clients, rounds = 8, 25
+	var mu sync.Mutex
+	var longest time.Duration
 	var wg sync.WaitGroup
 	for range clients {
 		c, err := redlock.New(redistest.Clients(t, addrs...),
 			redlock.WithRetryDelay(10*time.Second, 10*time.Second),
-			redlock.WithNodeTimeout(time.Second),
-			redlock.WithLogger(slog.New(why)))
+			redlock.WithNodeTimeout(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
 		wg.Go(func() {
 			for range rounds {
+				start := time.Now()
 				l, err := c.Lock(context.Background(), "baton", 10*time.Second)
 				if err != nil {
 					t.Error(err)
 					return
 				}
+				mu.Lock()
+				longest = max(longest, time.Since(start))
+				mu.Unlock()
 				time.Sleep(time.Millisecond)
 				if err := l.Unlock(context.Background()); err != nil {
 					t.Error(err)
@@ -214,12 +193,9 @@ func TestRealServersHandOffByAnnouncement(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	t.Logf("why the %d acquisitions happened: %v", clients*rounds, why.why)
-	if why.why["timer"] != 0 {
-		t.Fatalf("%d hand-offs waited for the fallback timer: %v", why.why["timer"], why.why)
-	}
-	if why.why["hand-over"] == 0 {
-		t.Fatalf("no release handed the key over: %v", why.why)
+	t.Logf("the longest of %d waits: %v", clients*rounds, longest)
+	if longest >= 10*time.Second {
+		t.Fatalf("a Lock waited %v: it was woken by its timer, not by a release", longest)
 	}
 }
 
@@ -279,7 +255,7 @@ func queueing(t *testing.T) (held *redlock.Lock, client func() *redlock.Client, 
 	queued = func(n int) {
 		redistest.Eventually(t, fmt.Sprintf("%d waiters queued on every node", n), func() bool {
 			for _, m := range ms {
-				if got, _ := m.ZMembers("queue:{k}"); len(got) != n {
+				if got, _ := m.ZMembers(companion("queue", "k")); len(got) != n {
 					return false
 				}
 			}
@@ -287,10 +263,11 @@ func queueing(t *testing.T) (held *redlock.Lock, client func() *redlock.Client, 
 		})
 	}
 	t.Cleanup(func() {
-		for i, m := range ms {
-			if got, _ := m.ZMembers("queue:{k}"); !t.Failed() && len(got) > 0 {
-				t.Errorf("node %d: queue left with %v", i, got)
-			}
+		for i, m := range ms { // the last releases may still be in flight
+			redistest.Eventually(t, fmt.Sprintf("node %d: the line is empty", i), func() bool {
+				got, _ := m.ZMembers(companion("queue", "k"))
+				return t.Failed() || len(got) == 0
+			})
 		}
 	})
 	return held, client, queued

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
 )
 
@@ -19,45 +17,42 @@ import (
 // Semaphore, of an RWMutex for reading or writing, or of several keys by LockAll. Its methods
 // are safe for concurrent use.
 type Lock struct {
-	c *Client
-	spec
+	c        *Client
+	spec     *spec
 	token    string
+	waiter   string // the name of the waiter that acquired it, "" for none
 	fence    uint64
-	acquired time.Time // for an Observer: when it was acquired (or resumed)
-	// The release script's arguments for Unlock and late, made once, only read: announce the
-	// release, and take the waiter that acquired the lock, if any, out of the key's queue.
-	// attempt makes relCmd from them at once; other Locks set relArgs.
-	relArgs []any
+	acquired time.Time // when it was acquired (or resumed), for an Observer
 
-	mu     sync.Mutex
-	relCmd []any // the release's EVALSHA (see evalsha); else made by the first releaserLocked
-	until  time.Time
-	ended  bool          // lost, or released by Unlock: final
-	lost   chan struct{} // made by the first Lost call; closed when ended
-	timer  *time.Timer   // ends the lock at until, armed by the first Lost call
-	onLost func()        // Do's cancellation of fn
-
-	// pending are the nodes whose acquisition reply had not come when the lock was granted,
-	// until it comes; unlocking is the first Unlock's round, which waits for their releases.
+	mu       sync.Mutex
+	until    time.Time
+	ended    bool
+	why      error         // why it ended: nil for Unlock
+	released bool          // a release was sent (by Unlock or Close)
+	lost     chan struct{} // made by the first Lost call; closed when ended
+	timer    *time.Timer   // ends the lock at until, armed by the first Lost call
+	onEnd    []func(why error)
+	kept     bool // KeepAlive keeps it
+	// pending are the nodes whose acquisition call had not returned when the lock was
+	// granted, until it returns; releasing is the release's round, to which such a node's
+	// release adds its answer once it is sent, after that call returned.
 	pending   []int
-	waited    bool // acquired by a waiter, whose refusals leave it queued (or marked) on a node
-	unlocking *quorum.Round[struct{}]
+	releasing *quorum.Round[struct{}]
 }
 
 // Key returns the key as given (the first of LockAll's keys), without the client's prefix.
-func (l *Lock) Key() string { return l.key }
+func (l *Lock) Key() string { return l.spec.key }
 
 // Keys returns every key the lock holds, as given: LockAll's keys, or [Key()].
 func (l *Lock) Keys() []string {
-	if l.keys != nil {
-		return slices.Clone(l.keys)
+	if l.spec.keys != nil {
+		return slices.Clone(l.spec.keys)
 	}
-	return []string{l.key}
+	return []string{l.spec.key}
 }
 
-// Token returns the value stored under the key on the nodes, new for every acquisition: 128
-// random bits, base64url, or for a lock that was handed over by releases (see Client.Lock)
-// the waiter's name, the Client's random id followed by a counter and the ttl.
+// Token returns the value stored under the key on the nodes: 128 random bits, base64url, new
+// for every acquisition. Whoever has it can take the lock over (Client.Resume).
 func (l *Lock) Token() string { return l.token }
 
 // Fence returns the lock's fencing token, or 0 unless the Client was made WithFencing and the
@@ -76,8 +71,9 @@ func (l *Lock) Until() time.Time {
 }
 
 // Lost returns a channel that is closed when the lock can no longer be proved held: its
-// validity passed without a successful Extend, an Extend found it gone from a majority, or
-// Unlock released it. Once closed it stays closed, and Extend fails.
+// validity passed without a successful Extend, an Extend found it gone from so many nodes
+// that no quorum holds it, Unlock released it, or Close did. Once closed it stays closed, and
+// Err says why.
 func (l *Lock) Lost() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -92,6 +88,18 @@ func (l *Lock) Lost() <-chan struct{} {
 	return l.lost
 }
 
+// Err returns nil while the lock is held and after Unlock released it; once it was lost, an
+// error wrapping ErrNotHeld that says how (with the nodes' errors of the last failed Extend);
+// once Close released it, an error wrapping ErrClosed.
+func (l *Lock) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ended && !l.c.clock.Now().Before(l.until) {
+		l.endLocked(l.expired())
+	}
+	return l.why
+}
+
 // expire runs at the end of the validity; an Extend may have moved it since the timer was set.
 func (l *Lock) expire() {
 	l.mu.Lock()
@@ -103,64 +111,70 @@ func (l *Lock) expire() {
 		l.timer.Reset(left)
 		return
 	}
-	l.endLocked(false)
+	l.endLocked(l.expired())
 }
 
-// endLocked marks the lock ended, closing Lost and cancelling Do's fn: unlocked by Unlock,
-// else lost. l.mu is held.
-func (l *Lock) endLocked(unlocked bool) {
+// expired is why a lock whose validity passed ended. l.mu is held.
+func (l *Lock) expired() error {
+	return fmt.Errorf("%w: its validity ended at %v", ErrNotHeld, l.until.Format(time.RFC3339Nano))
+}
+
+// endLocked ends the lock for why (nil: released by Unlock): Lost closes, and whatever waits
+// on its end is told. l.mu is held.
+func (l *Lock) endLocked(why error) {
 	if l.ended {
 		return
 	}
-	l.ended = true
-	l.reportEnd(unlocked)
+	l.ended, l.why = true, why
+	l.c.untrack(l)
+	l.reportEnd()
 	if l.timer != nil {
 		l.timer.Stop()
 	}
 	if l.lost != nil {
 		close(l.lost)
 	}
-	if l.onLost != nil {
-		l.onLost()
+	for _, f := range l.onEnd {
+		f(why)
 	}
 }
 
-func (l *Lock) end() {
-	l.mu.Lock()
-	l.endLocked(true)
-	l.mu.Unlock()
-}
-
-func (l *Lock) hasEnded() bool {
+// whenEnded calls f with why once the lock ends, at once if it has.
+func (l *Lock) whenEnded(f func(why error)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.ended
+	if l.ended {
+		f(l.why)
+		return
+	}
+	l.onEnd = append(l.onEnd, f)
 }
 
-// endedAt reports whether the lock had ended by now.
+// endedAt reports whether the lock had ended by now, ending it if its validity has passed.
 func (l *Lock) endedAt(now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ended && !now.Before(l.until) {
-		l.endLocked(false)
+		l.endLocked(l.expired())
 	}
 	return l.ended
 }
 
 // Extend gives the lock a new ttl from now, on every node where it still holds this lock's
 // token. It succeeds only when a quorum did so within the new validity, before the lock ended;
-// otherwise it returns an error wrapping ErrNotHeld and a *NodeError for each node that failed,
-// and Until is unchanged. A lock whose validity has passed, or that was released, is not
-// extended: acquire it again.
+// then Until moves. Otherwise it returns an error wrapping ErrNotHeld when so many nodes said
+// the key is not this lock's that no quorum holds it (the lock ends at once: Lost closes), or
+// ErrNoQuorum when too few answered to tell; either wraps a *NodeError for each node that
+// failed. A lock that ended is not extended: acquire it again.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	ctx, call := l.c.begin(ctx, OpExtend, &l.spec)
-	err := l.renewFor(ctx, ttl)
-	l.c.end(ctx, call, err)
+	c := l.c
+	ctx, call := c.begin(ctx, OpExtend, l.spec)
+	err := l.extend(ctx, ttl)
+	c.end(ctx, call, err)
 	return err
 }
 
-// renewFor is Extend.
-func (l *Lock) renewFor(ctx context.Context, ttl time.Duration) error {
+func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	c := l.c
 	if err := c.checkTTL(ttl); err != nil {
 		return err
@@ -169,234 +183,150 @@ func (l *Lock) renewFor(ctx context.Context, ttl time.Duration) error {
 		return errors.Join(ErrNotHeld, err)
 	}
 	defer c.leave()
-
 	start := c.clock.Now()
 	if l.endedAt(start) {
-		return fmt.Errorf("%w: it ended at %v", ErrNotHeld, l.Until().Format(time.RFC3339Nano))
+		if why := l.Err(); why != nil {
+			return why
+		}
+		return fmt.Errorf("%w: it was released", ErrNotHeld)
 	}
-	r := c.renew(ctx, start, l.extend, l.extKeys, l.need, l.token, ttl)
+	until, err := c.renew(ctx, l.spec, l.token, ttl, start, l.pendingNodes())
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if r.err == nil && !l.ended {
-		l.until = r.until
+	switch {
+	case err == nil && !l.ended:
+		l.until = until
 		return nil
-	}
-	if r.gone {
-		l.endLocked(false) // lost now, not at Until
-	}
-	if r.err == nil {
+	case err == nil:
 		return fmt.Errorf("%w: it ended while being extended", ErrNotHeld)
+	case errors.Is(err, ErrNotHeld):
+		l.endLocked(err) // lost now, not at Until
 	}
-	return r.err
+	return err
 }
 
-// A renewal is the outcome of one round of an extend script, Extend's or Resume's.
-type renewal struct {
-	until time.Time // the new validity's end
-	gone  bool      // so many nodes no longer hold the token that no quorum can
-	err   error     // nil when a quorum renewed it within the new validity
-}
-
-// renew runs script (an extend script, see kind) on every node with keys, token and ttl, from
-// start, and decides at need.
-func (c *Client) renew(ctx context.Context, start time.Time, script *redis.Script, keys []string, need int, token string, ttl time.Duration) renewal {
+// renew runs s's extend command for token on every node from start and returns the new
+// validity's end when a quorum renewed it within it; else an error wrapping ErrNotHeld when
+// so many nodes said no that no quorum holds it, or ErrNoQuorum. A no from a node in pending
+// does not count: its acquisition may not have landed yet.
+func (c *Client) renew(ctx context.Context, s *spec, token string, ttl time.Duration, start time.Time, pending []int) (time.Time, error) {
 	until := clock.Deadline(start, ttl, c.driftFactor)
-	wait := min(c.nodeTimeout, until.Sub(start))
-	args := []any{token, strconv.FormatInt(ttl.Milliseconds(), 10)}
-	out := ask(c, ctx, wait, need, observed(c, NodeExtend, func(ctx context.Context, i int) (struct{}, error) {
-		n, err := script.Run(ctx, c.nodes[i], keys, args...).Int()
-		if err == nil && n == 0 {
-			err = errNotOwner
-		}
-		return struct{}{}, err
-	}))
-	if now := c.clock.Now(); out.Quorum && now.Before(until) {
-		decided(c, ctx, out, now.Sub(start), nil)
-		return renewal{until: until}
+	rd := round[struct{}]{c: c, op: NodeExtend, cmd: s.ops.extend(token, ttl), decode: decodeHeld,
+		wait: min(c.nodeTimeout, until.Sub(start)), need: s.need}
+	out := rd.ask(ctx)
+	out.rest(nil)
+	now := c.clock.Now()
+	if out.Quorum && now.Before(until) {
+		c.decided(ctx, votes(out.Outcome), now.Sub(start), nil)
+		return until, nil
 	}
-	gone := 0
-	for _, rep := range out.Replies {
-		if errors.Is(rep.Err, errNotOwner) {
-			gone++
-		}
+	err := c.verdict(ctx, s, out.Outcome, pending, rd.wait)
+	if out.Quorum {
+		err = fmt.Errorf("%w: a quorum renewed it after %v, past the new validity", ErrNoQuorum, now.Sub(start))
 	}
-	errs := []error{ErrNotHeld}
-	if ctx.Err() != nil {
-		errs = append(errs, ctx.Err())
+	c.decided(ctx, votes(out.Outcome), now.Sub(start), err)
+	return until, err
+}
+
+// verdict says why a round of s that is not ours to decide failed: ErrNotHeld when so many
+// nodes said no (pending's noes aside) that no quorum holds the lock, else ErrNoQuorum; with
+// every node's error.
+func (c *Client) verdict(ctx context.Context, s *spec, out quorum.Outcome[struct{}], pending []int, wait time.Duration) error {
+	sentinel := ErrNoQuorum
+	if noes(out, pending) > len(c.nodes)-s.need {
+		sentinel = ErrNotHeld
 	}
-	errs = append(errs, nodeErrors(c, ctx, out, wait)...)
-	err := errors.Join(errs...)
-	decided(c, ctx, out, c.clock.Now().Sub(start), err)
-	return renewal{until: until, gone: gone > len(c.nodes)-need, err: err}
+	errs := []error{sentinel, ctx.Err()}
+	return errors.Join(append(errs, nodeErrors(c, ctx, out, wait)...)...)
+}
+
+func (l *Lock) pendingNodes() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.pending)
 }
 
 // Unlock releases the lock on every node where it still holds this lock's token (compare and
 // delete, atomic on each node); it never deletes another owner's key. It returns nil when a
-// quorum released it, else an error wrapping ErrNotHeld and a *NodeError for each node that
-// failed: the lock had expired, was taken over, or was already released. Lost closes either way.
+// quorum released it; else an error wrapping ErrNotHeld when so many nodes said the key was not
+// this lock's that no quorum held it (it had expired, was taken over, or was released already),
+// or ErrNoQuorum when too few nodes answered to tell (the lock may still hold on those until
+// its validity ends), with a *NodeError for each node that failed. After Close released the
+// lock, it returns an error wrapping ErrClosed. Lost closes either way.
 //
 // Unlock goes on when ctx is already cancelled, since a release matters most then; it is bounded
 // by the node timeout instead. Nodes that answer after the decision are still released. The
-// release is announced to waiting Lock calls of every Client.
+// release wakes the next waiter.
 func (l *Lock) Unlock(ctx context.Context) error {
-	ctx, call := l.c.begin(ctx, OpUnlock, &l.spec)
-	err := l.unlock(ctx)
-	l.c.end(ctx, call, err)
-	return err
-}
-
-// unlock is Unlock.
-func (l *Lock) unlock(ctx context.Context) error {
 	c := l.c
-	if err := c.enter(); err != nil {
-		l.end()
-		return errors.Join(ErrNotHeld, err)
-	}
-	defer c.leave()
-
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	callCtx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-	start := c.clock.Now()
-	// A node whose acquisition reply is still in flight is released by late once the reply is
-	// in (a release sent now could overtake the SET): the first Unlock waits for that.
-	r := quorum.New[struct{}](len(c.nodes))
-	l.mu.Lock()
-	u := l.releaserLocked()
-	call := observed(c, NodeRelease, func(ctx context.Context, i int) (struct{}, error) {
-		return struct{}{}, u.run(ctx, c, i)
-	})
-	l.endLocked(true)
-	first := l.unlocking == nil
-	if first {
-		l.unlocking = r
-	}
-	for i := range c.nodes {
-		if !first || !slices.Contains(l.pending, i) {
-			r.Go(callCtx, &c.bg, i, call)
-		}
-	}
-	l.mu.Unlock()
-	out := r.Decide(l.need, callCtx.Done(), nil)
-	drain(c, r, out, cancel, nil)
-	// This Client's own waiters need not wait for the announcement.
-	c.wake.notify(-1, l.stored)
-	for _, k := range l.more {
-		c.wake.notify(-1, k)
-	}
-	var err error
-	if !out.Quorum {
-		err = errors.Join(append([]error{ErrNotHeld}, nodeErrors(c, ctx, out, c.nodeTimeout)...)...)
-	}
-	decided(c, ctx, out, c.clock.Now().Sub(start), err)
-	return err
-}
-
-// releaserLocked is Unlock's release on a node: announced, and taking the waiter that acquired
-// out of the queue. l.mu is held.
-func (l *Lock) releaserLocked() undo {
-	if l.relCmd == nil {
-		l.relCmd = evalsha(l.release, l.relKeys, l.relArgs...)
-	}
-	return undo{script: l.release, cmd: l.relCmd}
-}
-
-// late takes an acquisition reply that came after the lock was granted. If the lock has ended
-// since (a quick Unlock overtook the reply), the node may have taken the key after its release:
-// release it now (announced, as Unlock's releases are), and tell the first Unlock how that went.
-// A waiter's refusal is released too: it left the waiter in the key's queue, or a writer's
-// mark, which the release takes away.
-func (l *Lock) late(ctx context.Context, rep quorum.Reply[grant], ttl time.Duration) {
-	l.mu.Lock()
-	l.pending = slices.DeleteFunc(l.pending, func(i int) bool { return i == rep.Node })
-	ended, r := l.ended, l.unlocking
-	var u undo
-	if ended {
-		u = l.releaserLocked()
-	}
-	l.mu.Unlock()
-	if !ended {
-		return
-	}
-	err := errNotOwner
-	if taken := errors.Is(rep.Err, errTaken); !taken || l.waited {
-		if e := l.c.rollback(ctx, rep.Node, u, ttl); !taken {
-			err = e
-		}
-	}
-	if r != nil { // else it ended by its validity or an Extend, not by Unlock
-		r.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
-	}
-}
-
-// do acquires what s says like Lock, runs fn, and releases the lock when fn returns, extending
-// it while fn runs (see Client.Do).
-func (c *Client) do(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx context.Context) error) error {
-	ctx, call := c.begin(ctx, OpDo, s)
-	err := c.hold(ctx, s, ttl, fn)
+	ctx, call := c.begin(ctx, OpUnlock, l.spec)
+	err := l.release(ctx, nil)
 	c.end(ctx, call, err)
 	return err
 }
 
-// hold is do.
-func (c *Client) hold(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx context.Context) error) error {
-	if fn == nil {
-		return errors.New("redlock: nil fn")
-	}
-	l, err := c.lock(ctx, s, ttl)
-	if err != nil {
-		return err
-	}
-	fnCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+// release sends the lock's release to every node and ends it for why (nil for Unlock). A node
+// whose acquisition call has not returned yet is released once it has (late), so that the
+// release does not overtake the acquisition there.
+func (l *Lock) release(ctx context.Context, why error) error {
+	c := l.c
 	l.mu.Lock()
-	l.onLost = func() { cancel(ErrNotHeld) }
+	again, closed := l.released, errors.Is(l.why, ErrClosed)
+	l.released = true
+	l.endLocked(why)
 	l.mu.Unlock()
-	lost := l.Lost()
-
-	stop := make(chan struct{})
-	var keeper sync.WaitGroup
-	keeper.Go(func() { l.keep(context.WithoutCancel(ctx), ttl, stop, lost) })
-	fnErr := fn(fnCtx)
-	close(stop)
-	keeper.Wait()
-
-	select {
-	case <-lost:
-		l.Unlock(ctx) // the keys left on a minority
-		return errors.Join(fmt.Errorf("%w: lost while fn ran", ErrNotHeld), fnErr)
-	default:
+	switch {
+	case closed:
+		return fmt.Errorf("%w: Close released the lock", ErrClosed)
+	case again:
+		return fmt.Errorf("%w: released already", ErrNotHeld)
 	}
-	if err := l.Unlock(ctx); err != nil {
-		c.log.WarnContext(ctx, "redlock: release after Do", "kind", l.name, "key", l.key, "err", err)
+	if why == nil { // Close's releases run after it closed the Client
+		if err := c.enter(); err != nil {
+			return err
+		}
+		defer c.leave()
 	}
-	return fnErr
+	ctx = context.WithoutCancel(ctx)
+	start := c.clock.Now()
+	rd := round[struct{}]{c: c, op: NodeRelease, cmd: l.spec.ops.release(l.token, c.channel, l.waiter),
+		decode: decodeHeld, wait: c.nodeTimeout, need: l.spec.need}
+	callCtx, cancel := context.WithTimeout(ctx, rd.wait)
+	q := quorum.New[struct{}](len(c.nodes))
+	l.mu.Lock()
+	l.releasing = q
+	pending := slices.Clone(l.pending)
+	for i := range c.nodes {
+		if !slices.Contains(pending, i) {
+			q.Go(callCtx, nil, i, rd.call)
+		}
+	}
+	l.mu.Unlock()
+	out := &asked[struct{}]{Outcome: q.Decide(rd.need, callCtx.Done(), nil), c: c, q: q, cancel: cancel}
+	out.rest(nil)
+	var err error
+	if !out.Quorum {
+		err = c.verdict(ctx, l.spec, out.Outcome, pending, rd.wait)
+	}
+	c.decided(ctx, votes(out.Outcome), c.clock.Now().Sub(start), err)
+	return err
 }
 
-// keep extends l by ttl whenever a third of the ttl is left, until stop or the lock ends.
-func (l *Lock) keep(ctx context.Context, ttl time.Duration, stop, lost <-chan struct{}) {
+// late takes the reply of an acquisition call that returned after the lock was granted. If
+// the lock is being released, the node's release is sent now, after the acquisition, unless
+// the node clearly refused it (and holds no place in line for its waiter either).
+func (l *Lock) late(rep quorum.Reply[wire.Grant]) {
 	c := l.c
-	// wait pauses for d on the client's clock and reports whether to go on.
-	wait := func(d time.Duration) bool {
-		t := c.clock.NewTimer(max(d, 0))
-		defer t.Stop()
-		select {
-		case <-stop:
-			return false
-		case <-lost:
-			return false
-		case <-t.C:
-			return true
-		}
+	l.mu.Lock()
+	l.pending = slices.DeleteFunc(l.pending, func(i int) bool { return i == rep.Node })
+	q := l.releasing
+	l.mu.Unlock()
+	if q == nil {
+		return // Unlock will send it
 	}
-	for wait(l.Until().Sub(c.clock.Now()) - ttl/3) {
-		if err := l.Extend(ctx, ttl); err != nil {
-			c.log.DebugContext(ctx, "redlock: extension failed; retrying while the lock is valid", "key", l.key, "err", err)
-			// Try again soon: Lost closes by itself when the validity runs out first.
-			if !wait(min(c.retryDelay(), ttl/10)) {
-				return
-			}
-		}
+	err := errNotOwner
+	if !errors.Is(rep.Err, errTaken) || l.waiter != "" {
+		err = c.release(context.Background(), rep.Node, l.spec.ops.release(l.token, c.channel, l.waiter))
 	}
+	q.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
 }

@@ -8,11 +8,32 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/keyslot"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
-// multiKind's tokens end in ".", which no mutex token does (base64url), so that Resume refuses
-// them: it takes over one key, and LockAll's keys go together.
-var multiKind = &kind{name: "multi-key lock", label: KindMulti, suffix: ".", acquire: multiAcquireScript, extend: multiExtendScript, release: multiReleaseScript}
+// multiOps are the commands of LockAll: every key is set, or none, on each node.
+type multiOps struct {
+	locks []wire.MutexKeys
+	keys  []string // the lock keys
+}
+
+// multiSuffix ends every token of LockAll: no other token does (base64url), so that Resume
+// refuses them: it takes over one key, and LockAll's keys go together.
+const multiSuffix = "."
+
+func (o multiOps) acquire(a attempt) command {
+	return run(wire.MultiAcquireScript, wire.MultiAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl})
+}
+
+func (o multiOps) extend(token string, ttl time.Duration) command {
+	return run(wire.MultiExtendScript, wire.MultiAcquire{Keys: o.keys, Token: token, TTL: ttl})
+}
+
+func (o multiOps) release(token, channel, _ string) command {
+	return run(wire.MultiReleaseScript, wire.MultiRelease{Locks: o.locks, Token: token, Channel: channel})
+}
+
+func (multiOps) abandon(string, string) (command, bool) { return command{}, false }
 
 // LockAll acquires every key of keys for ttl, as one lock, waiting until it succeeds, ctx is
 // done or the Client is closed, as Lock waits: a release of any of the keys wakes it. Each node
@@ -44,33 +65,27 @@ func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duratio
 	return c.try(ctx, s, ttl)
 }
 
-// multi returns the spec of a LockAll of keys: the stored keys, then (for the release, which
-// announces each key as Unlock does) their queues.
+// multi returns the spec of a LockAll of keys.
 func (c *Client) multi(keys []string) (*spec, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("redlock: no keys")
 	}
-	stored := make([]string, len(keys), 2*len(keys))
+	o := multiOps{locks: make([]wire.MutexKeys, len(keys)), keys: make([]string, len(keys))}
 	for i, k := range keys {
-		if k == "" {
-			return nil, fmt.Errorf("redlock: key %d is empty", i)
+		if err := c.checkKey(k); err != nil {
+			return nil, fmt.Errorf("redlock: key %d: %w", i, err)
 		}
 		if j := slices.Index(keys[:i], k); j >= 0 {
 			return nil, fmt.Errorf("redlock: key %q given twice (%d and %d)", k, j, i)
 		}
-		stored[i] = c.prefix + k
+		o.locks[i] = c.names.Mutex(k)
+		o.keys[i] = o.locks[i].Lock
 	}
-	if err := c.sameSlot(keys, stored); err != nil {
+	if err := c.sameSlot(keys, o.keys); err != nil {
 		return nil, err
 	}
-	for _, k := range stored[:len(keys)] {
-		stored = append(stored, queueKey(k))
-	}
-	n := len(keys)
-	return &spec{
-		kind: multiKind, need: c.quorum, key: keys[0], keys: slices.Clone(keys),
-		stored: stored[0], more: stored[1:n], acqKeys: stored[:n], extKeys: stored[:n], relKeys: stored,
-	}, nil
+	return &spec{kind: KindMulti, key: keys[0], keys: slices.Clone(keys), need: c.quorum, wake: o.keys,
+		suffix: multiSuffix, ops: o}, nil
 }
 
 // sameSlot fails when a node is a Redis Cluster and the stored keys are not all in one slot.

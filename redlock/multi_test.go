@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,22 +26,16 @@ func TestLockAllIsAllOrNothingAndExcludesLock(t *testing.T) {
 	if _, err := c.TryLockAll(ctx, []string{"a", "b", "c"}, 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("TryLockAll over a held key: %v", err)
 	}
-	c.Close() // waits for the roll-backs
-	for i, m := range ms {
-		if m.Exists("a") || m.Exists("c") {
-			t.Fatalf("node %d keeps %q after a refused LockAll", i, m.Keys())
-		}
+	for i, m := range ms { // the roll-backs run after TryLockAll returned
+		redistest.Eventually(t, fmt.Sprintf("node %d keeps nothing of the refused LockAll", i), func() bool {
+			return !m.Exists("a") && !m.Exists("c")
+		})
 	}
-	c, err = redlock.New(redistest.MiniClients(t, ms))
-	if err != nil {
+	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if err := held.Unlock(ctx); err == nil || !errors.Is(err, redlock.ErrNotHeld) {
-		t.Fatalf("Unlock through a closed Client: %v", err) // the key expires instead
-	}
-	for _, m := range ms {
-		m.Del("b")
+	for i, m := range ms { // the release of the last node may still be in flight
+		redistest.Eventually(t, fmt.Sprintf("node %d released b", i), func() bool { return !m.Exists("b") })
 	}
 	all, err := c.TryLockAll(ctx, []string{"a", "b", "c"}, 10*time.Second)
 	if err != nil {
@@ -49,15 +44,19 @@ func TestLockAllIsAllOrNothingAndExcludesLock(t *testing.T) {
 	if got := all.Keys(); strings.Join(got, ",") != "a,b,c" || all.Key() != "a" || all.Fence() != 0 {
 		t.Fatalf("Keys = %q, Key = %q", got, all.Key())
 	}
-	redistest.Eventually(t, "every node holds a, b and c under the token", func() bool {
+	// A quorum holds them; the last node too, unless the refused attempt's call to it, late,
+	// took the keys there first (then its roll-back frees them).
+	redistest.Eventually(t, "a quorum holds a, b and c under the token", func() bool {
+		holding := 0
 		for _, m := range ms {
-			for _, k := range []string{"a", "b", "c"} {
-				if v, _ := m.Get(k); v != all.Token() {
-					return false
-				}
+			va, _ := m.Get("a")
+			vb, _ := m.Get("b")
+			vc, _ := m.Get("c")
+			if va == all.Token() && vb == all.Token() && vc == all.Token() {
+				holding++
 			}
 		}
-		return true
+		return holding >= 2
 	})
 	if _, err := c.TryLock(ctx, "c", 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("Lock of a key LockAll holds: %v", err)

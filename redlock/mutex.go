@@ -2,123 +2,141 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"slices"
-	"strconv"
+	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/keyslot"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// The mutex: the key stored as a plain string whose value is the token, SET NX PX when nobody
-// waits, and the acquire script for a waiter in the key's queue or with fencing.
-var (
-	mutexKind  = &kind{name: "lock", label: KindMutex, plain: true, queued: true, acquire: acquireScript, extend: extendScript, release: releaseScript, abandon: releaseScript}
-	fencedKind = &kind{name: "lock", label: KindMutex, queued: true, fenced: true, acquire: acquireScript, extend: extendScript, release: releaseScript, abandon: releaseScript}
-)
+// mutexOps are the commands of a single-key lock: the key is a plain string holding the token.
+// An attempt that does not wait is SET NX PX; a waiter's, or any with fencing, is acquire.lua,
+// which keeps the key's line of waiters.
+type mutexOps struct {
+	keys wire.MutexKeys // Fence "" without fencing
+}
 
-// mutex returns the spec of a Lock of key: its acquire script's KEYS are the stored key, its
-// queue and, with fencing, its counter.
-func (c *Client) mutex(key string) spec {
-	stored := c.prefix + key
-	k, keys := mutexKind, []string{stored, queueKey(stored)}
-	if c.fencing {
-		k, keys = fencedKind, append(keys, fenceKey(stored))
+// mutex returns the spec of a lock of key; lock, try and do check the key.
+func (c *Client) mutex(key string) *spec {
+	keys := c.names.Mutex(key)
+	if !c.fencing {
+		keys.Fence = ""
 	}
-	return spec{kind: k, need: c.quorum, key: key, stored: stored, acqKeys: keys, extKeys: keys[:1], relKeys: keys[:2]}
+	return &spec{kind: KindMutex, key: key, need: c.quorum, wake: []string{keys.Lock},
+		fenced: c.fencing, mutex: keys, ops: mutexOps{keys}}
+}
+
+func (m mutexOps) acquire(a attempt) command {
+	if a.waiter == "" && m.keys.Fence == "" {
+		return command{keys: []string{m.keys.Lock}, args: []string{a.token}, ttl: a.ttl}
+	}
+	return run(wire.AcquireScript, wire.Acquire{Keys: m.keys, Token: a.token, TTL: a.ttl,
+		Waiter: a.waiter, Place: a.place, Lease: a.lease})
+}
+
+func (m mutexOps) extend(token string, ttl time.Duration) command {
+	return run(wire.ExtendScript, wire.Extend{Key: m.keys.Lock, Token: token, TTL: ttl})
+}
+
+func (m mutexOps) release(token, channel, waiter string) command {
+	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: token, Channel: channel, Waiter: waiter})
+}
+
+func (m mutexOps) abandon(waiter, channel string) (command, bool) {
+	return run(wire.LeaveScript, wire.Leave{Keys: m.keys, Waiter: waiter, Channel: channel}), true
 }
 
 // Lock acquires key for ttl, retrying until it succeeds, ctx is done or the Client is closed.
 //
-// It does not poll. After a failed attempt, the Client's waiters for one key queue behind each
-// other, so that only one of them contends with other processes at a time. That one's attempts
-// put it in the key's queue on the nodes (see WithKeyPrefix for the key names). Unlock then
-// hands the key over on every node to the waiter first in that node's queue: the node sets the
-// key to that waiter's name for the waiter's ttl and tells the waiter's Client (one
-// subscription per node serves the whole Client). The waiter holds the lock once a quorum of
-// nodes told it so, without a round trip of its own, and its validity counts from the attempt
-// that put it in the queue; after a wait longer than a quarter of the ttl it takes the key over
-// with one more attempt instead, for a full validity. A node hands the key only to a waiter
-// whose Client still listens there, so a crashed process is passed over; a waiter that gives
-// up hands on what it was given (one whose Client was closed leaves it to expire with its ttl,
-// as a crashed holder does). On Redis Cluster nodes and WithFencing, the release wakes
-// the waiter named instead, which tries again at once; so does a waiter whose turn follows a
-// holder of its own Client, woken by that holder's Unlock.
-//
-// A Lock call for a key the Client waited for lately does not cut ahead of the queue either:
-// its first attempt joins it when another waiter heads it. So waiters of different processes
-// are served in the order they began waiting, and a release does not wake them all to split
-// the nodes between them. A jittered timer (WithRetryDelay) is the fallback for lost
-// announcements, for a hand-over that reached less than a quorum, and for locks that expire
-// instead of being released. When an attempt still lost a split vote (it won some nodes,
-// another process won others, nobody a majority), the contender that won more nodes retries
-// first, so that they do not collide again.
+// Waiting costs no polling storm: a refused call takes a place in the key's line on every node
+// it reaches, each node gives a free key only to the first live waiter in its line, and a
+// release wakes that waiter alone, which then makes one attempt. So waiters of all processes
+// are served in the order they began waiting, and a release does not set them all against each
+// other. A jittered timer (WithRetryDelay) is the fallback for lost announcements and for locks
+// that expire instead of being released. A Lock call for a key the Client waited for lately
+// takes its place in line from its first attempt.
 //
 // On failure the error wraps ErrNotAcquired, the last attempt's *NodeError for each node that
 // did not say yes, and ctx.Err() or ErrClosed when that is what ended the wait.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	s := c.mutex(key)
-	return c.lock(ctx, &s, ttl)
+	return c.lock(ctx, c.mutex(key), ttl)
 }
 
 // TryLock makes exactly one attempt to acquire key for ttl. It fails with ErrNotAcquired,
 // wrapping a *NodeError for each node that did not say yes.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	s := c.mutex(key)
-	return c.try(ctx, &s, ttl)
+	return c.try(ctx, c.mutex(key), ttl)
 }
 
-// Do acquires key like Lock, runs fn, and releases the lock when fn returns. While fn runs the
-// lock is extended by ttl whenever a third of the ttl is left. If the lock cannot be proved held
-// (no extension reached a quorum before the validity ended, or the key was taken from a
-// majority), fn's context is cancelled at once with cause ErrNotHeld (see context.Cause), Lost
-// closes, and Do returns an error wrapping ErrNotHeld and fn's error. Otherwise Do returns fn's
-// error. fn must stop using the protected resource when its context is done.
+// Do acquires key like Lock, runs fn, and releases the lock when fn returns or panics (the
+// panic then goes on to Do's caller). While fn runs the lock is kept (see Lock.KeepAlive). If
+// the lock cannot be proved held any more, or Close releases it, fn's context is cancelled at
+// once with the reason as its cause (see context.Cause; it wraps ErrNotHeld or ErrClosed), and
+// Do returns an error wrapping that reason and fn's error. Otherwise Do returns fn's error. fn
+// must stop using the protected resource when its context is done.
 func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error) error {
-	s := c.mutex(key)
-	return c.do(ctx, &s, ttl, fn)
+	return c.do(ctx, c.mutex(key), ttl, fn)
 }
 
-// queueKey names the queue of contenders waiting for the key stored, in its hash slot.
-func queueKey(stored string) string { return keyslot.Companion("queue", stored) }
-
-// fenceKey names the fencing counter of the key stored, in its hash slot.
-func fenceKey(stored string) string { return keyslot.Companion("fence", stored) }
-
-// fenceToken is the fencing token for the nodes that said yes: the larger of their highest
-// counter + 1 and the median of their clocks, which one far-off clock cannot move.
-func fenceToken(replies []quorum.Reply[grant]) uint64 {
+// fence is fencing's second round for the attempt of token whose yes replies are granted: the
+// token is the larger of their highest counter + 1 and the median of their clocks, which one
+// far-off clock cannot move; each node still holding the key raises its counter to it, and the
+// round must reach the quorum before until.
+func (k *contender) fence(ctx context.Context, token string, granted []quorum.Reply[wire.Grant], until time.Time) (uint64, error) {
+	c := k.c
 	var top uint64
 	var clocks []uint64
-	for _, rep := range replies {
+	for _, rep := range granted {
 		if rep.Err == nil {
-			top = max(top, rep.Value.counter)
-			clocks = append(clocks, rep.Value.micros)
+			top = max(top, rep.Value.Counter)
+			clocks = append(clocks, rep.Value.Micros)
 		}
 	}
 	slices.Sort(clocks)
-	return max(top+1, clocks[(len(clocks)-1)/2])
-}
-
-// fenceRound is fencing's round 2: raise the counter to fence on every node still holding our
-// key, and report whether a quorum did so before until. keys are the acquire script's: the
-// stored key, its queue and its fencing counter.
-func (c *Client) fenceRound(ctx context.Context, need int, keys []string, token string, fence uint64, until time.Time) (bool, []error) {
+	fence := max(top+1, clocks[(len(clocks)-1)/2])
 	wait := until.Sub(c.clock.Now())
 	if wait <= 0 {
-		return false, []error{}
+		return 0, errors.New("redlock: no validity left for the fencing round")
 	}
-	wait = min(c.nodeTimeout, wait)
-	t := strconv.FormatUint(fence, 10)
-	out := ask(c, ctx, wait, need, observed(c, NodeFence, func(ctx context.Context, i int) (struct{}, error) {
-		n, err := fenceScript.Run(ctx, c.nodes[i], []string{keys[0], keys[2]}, token, t).Int()
-		if err == nil && n == 0 {
-			err = errNotOwner
-		}
-		return struct{}{}, err
-	}))
-	if out.Quorum {
-		return true, nil
+	rd := round[struct{}]{c: c, op: NodeFence, cmd: run(wire.FenceScript, wire.Fence{Keys: k.s.mutex, Token: token, Fence: fence}),
+		decode: decodeHeld, wait: min(c.nodeTimeout, wait), need: k.s.need}
+	out := rd.ask(ctx)
+	out.rest(nil)
+	if out.Quorum && c.clock.Now().Before(until) {
+		return fence, nil
 	}
-	return false, nodeErrors(c, ctx, out, wait)
+	errs := []error{errors.New("redlock: the fencing round reached no quorum within the validity")}
+	return 0, errors.Join(append(errs, nodeErrors(c, ctx, out.Outcome, rd.wait)...)...)
+}
+
+// recent remembers the keys a Client waited for lately, until when they count as contended.
+type recent struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+// maxRecent bounds the keys remembered; past it, the memory starts afresh.
+const maxRecent = 1024
+
+func (r *recent) mark(key string, until time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.until == nil || len(r.until) >= maxRecent {
+		r.until = make(map[string]time.Time)
+	}
+	r.until[key] = until
+}
+
+// contended reports whether key was waited for lately, as of now.
+func (r *recent) contended(key string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, ok := r.until[key]
+	if ok && !now.Before(until) {
+		delete(r.until, key)
+		return false
+	}
+	return ok
 }

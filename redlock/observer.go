@@ -5,59 +5,48 @@ import (
 	"errors"
 	"net"
 	"time"
-
-	"github.com/quorumlock/redlock/quorum"
 )
 
 // An Observer is told what a Client does: each call and how it ended, each round of node
-// calls, each node's reply, waits, and each lock's end. The redlockotel module turns these into
-// OpenTelemetry metrics and spans; the simulator draws them. Set one with WithObserver.
+// calls, each node's reply, waits, and each lock's end. Each hook is optional: a nil hook is
+// skipped, and a Client without an Observer reports nothing, at no cost. The redlockotel module
+// turns these reports into OpenTelemetry metrics and spans; the simulator draws them. Set one
+// with WithObserver.
 //
-// The Client calls its methods from the goroutine of the call they describe, or, for NodeReply
+// The Client calls the hooks from the goroutine of the call they describe, or, for NodeReply
 // and Ended, from goroutines of its own, at once and concurrently: they must be safe for
 // concurrent use, must not block, and must not call the Client or its Locks. Nothing they are
 // given holds a token or a password.
-type Observer interface {
+type Observer struct {
 	// Begin is called when a call begins, before its input is checked. It returns the context
 	// that the call then runs with and that its later events carry: ctx itself, or a context
 	// derived from ctx with values added (a span, say). It must not cancel it; nil means ctx.
-	Begin(ctx context.Context, call Call) context.Context
+	Begin func(ctx context.Context, call Call) context.Context
 	// Round is called when a round of node calls has been decided: an attempt to acquire, an
 	// Extend's or an Unlock's round. ctx is the call's, as Begin returned it.
-	Round(ctx context.Context, r Round)
+	Round func(ctx context.Context, r Round)
 	// NodeReply is called when one node's call has ended, in a goroutine of the Client, perhaps
 	// after the call it was part of has returned. ctx descends from the call's.
-	NodeReply(ctx context.Context, r NodeReply)
-	// Wait is called with waiting true when an acquiring call begins to wait, after its first
-	// refusal, and with false just before it returns.
-	Wait(ctx context.Context, call Call, waiting bool)
+	NodeReply func(ctx context.Context, r NodeReply)
+	// Waiting is called when an acquiring call begins to wait, after its first refusal (or
+	// before its first attempt, on a key the Client waited for lately), and Waited when it
+	// stops waiting, just before it returns.
+	Waiting, Waited func(ctx context.Context, call Call)
 	// End is called when the call returns.
-	End(ctx context.Context, call Call, r Return)
-	// Ended is called once for every acquired Lock when it ends: released by Unlock, or lost.
-	// It may be called with the Lock's mutex held, from a timer's goroutine.
-	Ended(h Holding)
+	End func(ctx context.Context, call Call, r Return)
+	// Ended is called once for every acquired Lock when it ends: released by Unlock or Close,
+	// or lost. It may be called with the Lock's mutex held, from a timer's goroutine.
+	Ended func(h Holding)
+
+	_ struct{} // Observers are made with field names
 }
 
 // WithObserver has the Client report to o what it does (see Observer). A later WithObserver
 // replaces an earlier one. Default: none, and then the reports cost nothing.
 func WithObserver(o Observer) Option {
 	return func(opts *options) error {
-		if o == nil {
-			return errors.New("redlock: nil observer")
-		}
 		opts.observer = o
 		return nil
-	}
-}
-
-// InvalidOption returns an Option with which New fails with err: for a package that builds
-// options, such as redlockotel, to report bad input of its own.
-func InvalidOption(err error) Option {
-	return func(*options) error {
-		if err == nil {
-			return errors.New("redlock: InvalidOption(nil)")
-		}
-		return err
 	}
 }
 
@@ -182,23 +171,25 @@ type Holding struct {
 	Lost bool
 }
 
-// The reports, each a no-op without an observer.
+// The reports, each a no-op without its hook.
 
 // begin reports a call of op on s; the call goes on with the returned ctx and call.
 func (c *Client) begin(ctx context.Context, op Op, s *spec) (context.Context, Call) {
-	if c.observer == nil {
+	if c.observer.Begin == nil && c.observer.End == nil && c.observer.Waiting == nil && c.observer.Waited == nil {
 		return ctx, Call{}
 	}
-	call := Call{Op: op, Kind: s.label, Key: s.key, Quorum: s.need, Start: c.clock.Now()}
-	if octx := c.observer.Begin(ctx, call); octx != nil {
-		ctx = octx
+	call := Call{Op: op, Kind: s.kind, Key: s.key, Quorum: s.need, Start: c.clock.Now()}
+	if c.observer.Begin != nil {
+		if octx := c.observer.Begin(ctx, call); octx != nil {
+			ctx = octx
+		}
 	}
 	return ctx, call
 }
 
 // end reports that call returned err; ctx is the caller's.
 func (c *Client) end(ctx context.Context, call Call, err error) {
-	if c.observer != nil {
+	if c.observer.End != nil {
 		c.observer.End(ctx, call, Return{Outcome: outcome(ctx, err), Err: err, Elapsed: c.clock.Now().Sub(call.Start)})
 	}
 }
@@ -212,48 +203,37 @@ func outcome(ctx context.Context, err error) Outcome {
 		return OutcomeError
 	case ctx.Err() != nil:
 		return OutcomeCanceled
-	case errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNotHeld):
+	case errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNoQuorum):
 		return OutcomeRefused
 	}
 	return OutcomeError
 }
 
-// decided reports a round that was decided as out, elapsed after it began, and ended in err.
-func decided[T any](c *Client, ctx context.Context, out quorum.Outcome[T], elapsed time.Duration, err error) {
-	if c.observer == nil {
-		return
-	}
-	votes := 0
-	for _, rep := range out.Replies {
-		if rep.Err == nil {
-			votes++
-		}
-	}
-	c.observer.Round(ctx, Round{Outcome: outcome(ctx, err), Votes: votes, Elapsed: elapsed})
-}
-
-// wait reports that an acquiring call begins or stops waiting.
-func (c *Client) waiting(ctx context.Context, call Call, waiting bool) {
-	if c.observer != nil {
-		c.observer.Wait(ctx, call, waiting)
+// decided reports a round decided with votes yes, elapsed after it began, that ended in err.
+func (c *Client) decided(ctx context.Context, votes int, elapsed time.Duration, err error) {
+	if c.observer.Round != nil {
+		c.observer.Round(ctx, Round{Outcome: outcome(ctx, err), Votes: votes, Elapsed: elapsed})
 	}
 }
 
-// observed returns call, reporting each node's reply as op when an observer listens.
-func observed[T any](c *Client, op NodeOp, call func(ctx context.Context, node int) (T, error)) func(ctx context.Context, node int) (T, error) {
-	if c.observer == nil {
-		return call
+// waiting reports that an acquiring call begins to wait, and waited that it stops.
+func (c *Client) waiting(ctx context.Context, call Call) {
+	if c.observer.Waiting != nil {
+		c.observer.Waiting(ctx, call)
 	}
-	return func(ctx context.Context, node int) (T, error) {
-		start := c.clock.Now()
-		v, err := call(ctx, node)
-		c.replied(ctx, node, op, start, err)
-		return v, err
+}
+
+func (c *Client) waited(ctx context.Context, call Call) {
+	if c.observer.Waited != nil {
+		c.observer.Waited(ctx, call)
 	}
 }
 
 // replied reports node's reply to op, sent at start.
 func (c *Client) replied(ctx context.Context, node int, op NodeOp, start time.Time, err error) {
+	if c.observer.NodeReply == nil {
+		return
+	}
 	o := NodeOK
 	var ne net.Error
 	switch {
@@ -268,10 +248,10 @@ func (c *Client) replied(ctx context.Context, node int, op NodeOp, start time.Ti
 	c.observer.NodeReply(ctx, NodeReply{Node: node, Op: op, Outcome: o, Err: err, Elapsed: c.clock.Now().Sub(start)})
 }
 
-// reportEnd reports that l ended now; lost unless by an Unlock within its validity. l.mu is held.
-func (l *Lock) reportEnd(unlocked bool) {
-	if o := l.c.observer; o != nil {
+// reportEnd reports that l ended now: lost unless released within its validity. l.mu is held.
+func (l *Lock) reportEnd() {
+	if f := l.c.observer.Ended; f != nil {
 		now := l.c.clock.Now()
-		o.Ended(Holding{Kind: l.label, Held: now.Sub(l.acquired), Lost: !unlocked || !now.Before(l.until)})
+		f(Holding{Kind: l.spec.kind, Held: now.Sub(l.acquired), Lost: errors.Is(l.why, ErrNotHeld) || !now.Before(l.until)})
 	}
 }

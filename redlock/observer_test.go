@@ -51,8 +51,14 @@ func (r *recorder) NodeReply(ctx context.Context, n redlock.NodeReply) {
 	r.add("node %d %v %v", n.Node, n.Op, n.Outcome)
 }
 
-func (r *recorder) Wait(ctx context.Context, c redlock.Call, waiting bool) {
-	r.add("wait %v %v", c.Op, waiting)
+func (r *recorder) Waiting(ctx context.Context, c redlock.Call) { r.add("wait %v true", c.Op) }
+
+func (r *recorder) Waited(ctx context.Context, c redlock.Call) { r.add("wait %v false", c.Op) }
+
+// observer returns the Observer that reports to r.
+func (r *recorder) observer() redlock.Observer {
+	return redlock.Observer{Begin: r.Begin, Round: r.Round, NodeReply: r.NodeReply, Waiting: r.Waiting,
+		Waited: r.Waited, End: r.End, Ended: r.Ended}
 }
 
 func (r *recorder) End(ctx context.Context, c redlock.Call, ret redlock.Return) {
@@ -98,7 +104,7 @@ func sameLines(t *testing.T, got, want []string) {
 
 func TestObserverSeesLockAndUnlock(t *testing.T) {
 	rec := &recorder{}
-	_, c := cluster(t, 3, redlock.WithObserver(rec))
+	_, c := cluster(t, 3, redlock.WithObserver(rec.observer()))
 	ctx := context.Background()
 	l, err := c.Lock(ctx, "k", time.Second)
 	if err != nil {
@@ -140,7 +146,7 @@ func TestObserverSeesLockAndUnlock(t *testing.T) {
 
 func TestObserverSeesEveryKind(t *testing.T) {
 	rec := &recorder{}
-	_, c := cluster(t, 3, redlock.WithObserver(rec))
+	_, c := cluster(t, 3, redlock.WithObserver(rec.observer()))
 	ctx := context.Background()
 	sem, err := c.Semaphore("s", 2)
 	if err != nil {
@@ -186,7 +192,7 @@ func TestObserverSeesEveryKind(t *testing.T) {
 // closed Client; a wait is reported from the first refusal until the call returns.
 func TestObserverOutcomes(t *testing.T) {
 	rec := &recorder{}
-	_, c := cluster(t, 3, redlock.WithObserver(rec), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
+	_, c := cluster(t, 3, redlock.WithObserver(rec.observer()), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
 	ctx := context.Background()
 	held, err := c.Lock(ctx, "k", 10*time.Second)
 	if err != nil {
@@ -229,7 +235,9 @@ func TestObserverOutcomes(t *testing.T) {
 		}
 	}
 
-	c.Close()
+	c.Close() // releases held
+	sameLines(t, calls(rec.take()), []string{"begin Unlock mutex key=k quorum=2", "round Unlock ok quorum=true",
+		"end Unlock mutex ok", "ended mutex lost=false"})
 	if _, err := c.Lock(ctx, "z", time.Second); !errors.Is(err, redlock.ErrClosed) {
 		t.Fatalf("Lock after Close: %v", err)
 	}
@@ -239,7 +247,7 @@ func TestObserverOutcomes(t *testing.T) {
 // A node that is down replies with an error, every call; the lock works on the others.
 func TestObserverSeesNodeDown(t *testing.T) {
 	rec := &recorder{}
-	ms, c := cluster(t, 3, redlock.WithObserver(rec))
+	ms, c := cluster(t, 3, redlock.WithObserver(rec.observer()))
 	ms[1].Close()
 	ctx := context.Background()
 	l, err := c.Lock(ctx, "k", time.Second)
@@ -261,7 +269,7 @@ func TestObserverSeesNodeDown(t *testing.T) {
 // A lock taken from a majority while Do's fn runs is reported lost, once, with Do's end.
 func TestObserverSeesLoss(t *testing.T) {
 	rec := &recorder{}
-	ms, c := cluster(t, 3, redlock.WithObserver(rec), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
+	ms, c := cluster(t, 3, redlock.WithObserver(rec.observer()), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
 	ctx := context.Background()
 	err := c.Do(ctx, "k", 300*time.Millisecond, func(ctx context.Context) error {
 		for _, m := range ms {
@@ -294,18 +302,32 @@ func TestObserverSeesLoss(t *testing.T) {
 	}
 }
 
-func TestObserverOptions(t *testing.T) {
-	ms := redistest.Minis(t, 1)
-	nodes := redistest.MiniClients(t, ms)
-	if _, err := redlock.New(nodes, redlock.WithObserver(nil)); err == nil || !strings.HasPrefix(err.Error(), "redlock: ") {
-		t.Fatalf("WithObserver(nil): %v", err)
+// An Observer needs only the hooks it wants: the others are skipped.
+func TestObserverWithSomeHooks(t *testing.T) {
+	var mu sync.Mutex
+	var ends []string
+	obs := redlock.Observer{End: func(_ context.Context, c redlock.Call, r redlock.Return) {
+		mu.Lock()
+		defer mu.Unlock()
+		ends = append(ends, fmt.Sprintf("%v %v %v", c.Op, c.Key, r.Outcome))
+	}}
+	_, c := cluster(t, 3, redlock.WithObserver(obs))
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	bad := errors.New("redlock: bad")
-	if _, err := redlock.New(nodes, redlock.InvalidOption(bad)); !errors.Is(err, bad) {
-		t.Fatalf("InvalidOption: %v", err)
+	if _, err := c.TryLock(ctx, "k", time.Second); err == nil {
+		t.Fatal("TryLock of a held key")
 	}
-	if _, err := redlock.New(nodes, redlock.InvalidOption(nil)); err == nil {
-		t.Fatal("InvalidOption(nil): no error")
+	l.Unlock(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"Lock k ok", "TryLock k refused", "Unlock k ok"}; !slices.Equal(ends, want) {
+		t.Fatalf("ends %q, want %q", ends, want)
+	}
+	if _, err := redlock.New(redistest.MiniClients(t, redistest.Minis(t, 1)), redlock.WithObserver(redlock.Observer{})); err != nil {
+		t.Fatalf("an Observer without hooks: %v", err)
 	}
 }
 

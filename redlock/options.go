@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
 // An Option configures a Client. New rejects an option whose value is out of range.
@@ -17,11 +18,11 @@ type options struct {
 	nodeTimeout time.Duration
 	retryMin    time.Duration
 	retryMax    time.Duration
-	prefix      string
+	names       wire.Names // the key prefix's
 	clock       clock.Clock
 	log         *slog.Logger
 	fencing     bool
-	observer    Observer // nil: none
+	observer    Observer
 }
 
 func defaultOptions() options {
@@ -33,6 +34,20 @@ func defaultOptions() options {
 		clock:       clock.Real,
 		log:         slog.New(slog.DiscardHandler),
 	}
+}
+
+// applyOptions returns the defaults with opts applied, or the first option's error.
+func applyOptions(opts []Option) (options, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			return o, errors.New("redlock: nil option")
+		}
+		if err := opt(&o); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 // WithDriftFactor sets how fast clocks may drift apart, as a fraction of the TTL: a lock's
@@ -72,25 +87,28 @@ func WithRetryDelay(min, max time.Duration) Option {
 	}
 }
 
-// WithKeyPrefix puts p before every key on the nodes, for namespacing: Lock(ctx, "k", ttl)
-// stores p+"k". Lock.Key still returns "k". Default "" (the key is stored as given). Beside the
-// key, a node may hold the key's queue of waiting Lock calls (a sorted set that expires a ttl
-// after its last waiter joined), and with WithFencing its counter. They are named in the key's
-// Redis Cluster hash slot, from the stored key s (the prefix and the key):
+// WithKeyPrefix puts p before every key and channel the Client touches, for namespacing and
+// for ACLs: with prefix "app:", an ACL user limited to keys "~app:*" and channels "&app:*" can
+// do everything a lock needs. Lock(ctx, "k", ttl) stores the key "app:k", a plain string
+// holding the lock's token, as other Redlock clients store it; Lock.Key still returns "k".
+// Default "" (keys are stored as given).
 //
-//   - "queue:{s}" and "fence:{s}" when s has no hash tag and no "}";
-//   - "queue:{t}s" and "fence:{t}s" when s has a hash tag t, as in "{user:7}:profile";
-//   - "queue:{h}s" and "fence:{h}s" when s has no hash tag but a "}" ("a}b"), h being a short
-//     brace-free tag of s's slot.
+// The library's own keys and channels start with the prefix and "~redlock:": a key's line of
+// waiting Lock calls ("app:~redlock:queue:{app:k}k" and "...:leases:..."), with WithFencing
+// its counter ("...:fence:..."), a Semaphore's holders and an RWMutex's keys, each in the lock
+// key's Redis Cluster hash slot; releases are announced on "app:~redlock:released" and
+// "app:~redlock:released:" followed by a Client's id. A lock key may not start with
+// "~redlock:", so no lock is ever another's companion.
 //
-// A prefix with a hash tag, such as "{tenant}:", puts every lock of the Client in one slot.
-// A Semaphore keeps its holders under "semaphore:" and an RWMutex its writer, readers and
-// waiting writer's mark under "rwlock:", "readers:" and "writing:", named the same way.
-// Releases are announced on channel p+"redlock:released", or, when they name a waiter, on its
-// Client's own channel, p+"redlock:released:" and an id.
+// A prefix is either free of "{" or holds a whole hash tag: "{tenant}:" puts every lock of the
+// Client in the tag's slot. Any other "{" is refused.
 func WithKeyPrefix(p string) Option {
 	return func(o *options) error {
-		o.prefix = p
+		names, err := wire.NewNames(p)
+		if err != nil {
+			return fmt.Errorf("redlock: %w", err)
+		}
+		o.names = names
 		return nil
 	}
 }
@@ -124,8 +142,8 @@ func WithLogger(l *slog.Logger) Option {
 // the lock protects and let the resource refuse a token lower than the highest it has accepted:
 // a holder that was paused past its validity is then refused, which no lock alone can do.
 //
-// It costs a second round trip per acquisition and one counter per key on each node,
-// "fence:{key}" (named as WithKeyPrefix says), kept forever. Round 1 sets the key and
+// It costs a second round trip per acquisition and one counter per key on each node (named as
+// WithKeyPrefix says), kept forever. Round 1 sets the key and
 // reads each node's counter and clock atomically; the token is the larger of the highest
 // counter + 1 and the median of the clocks (microseconds) of the nodes that said yes; round 2
 // raises the counter to the token on every node still holding the key, and the lock is acquired

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,45 +23,41 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// conn is what the algorithm needs of one Redis master. Process sends the commands of a Lock
-// and its Unlock, whose arguments are boxed once for every node (see command.go): SET NX PX as
-// a *redis.BoolCmd, EVALSHA as a *redis.Cmd. Other scripts go through Scripter.
-type conn interface {
-	redis.Scripter
-	Process(ctx context.Context, cmd redis.Cmder) error
-	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
-}
-
-var _ conn = redis.UniversalClient(nil)
-
 // A Client locks keys across a fixed set of independent Redis masters. It is safe for
-// concurrent use. It does not own the go-redis clients it was given: Close leaves them open.
+// concurrent use. It does not own the clients its nodes wrap: Close leaves them open.
 type Client struct {
-	nodes  []conn
-	addrs  []string
-	listen []conn // where releases are heard: the nodes, or NewCluster's one cluster
-	tagged bool   // NewCluster's: every key on a node starts with that vote's hash tag
+	nodes   []Node
+	addrs   []string
+	listen  []Node // where releases are heard: the nodes, or NewCluster's one cluster
+	quorum  int
+	names   wire.Names
+	channel string // where releases are announced to every Client
+	id      string // names the Client's waiters, and its own channel
+	waiters atomic.Uint64
+	options
+
+	recent   recent    // keys this Client waited for lately
+	listener *listener // hears releases and wakes waiters
 	// clusterNode is the first node that is a Redis Cluster (-1 for none), where one script
 	// touches one hash slot. NewCluster's votes put every key of a vote in one slot themselves.
 	clusterNode int
-	quorum      int
-	channel     string // where Unlock announces releases: the prefix + "redlock:released"
-	announce    any    // channel, boxed once
-	id          string // names the Client's waiters, and its own channel: channel + ":" + id
-	waiters     atomic.Uint64
-	wake        releases
-	queue       turns
-	options
 
 	// mu orders Close after every call in progress, so that no goroutine is added to bg once
-	// Close has started waiting for it.
+	// Close has started waiting for it. held are the locks to release on Close.
 	mu     sync.RWMutex
 	closed bool
-	done   chan struct{} // closed by Close: ends waits between retries
-	bg     sync.WaitGroup
+	heldMu sync.Mutex
+	held   map[*Lock]struct{}
+	done   chan struct{} // closed by Close: ends waits
+	// ctx is the Client's background work's: Close cancels listening at once, and ctx once
+	// the replies in flight had their time.
+	ctx, listening          context.Context
+	cancel, cancelListening context.CancelFunc
+	bg                      sync.WaitGroup
 }
 
 // New returns a Client over nodes, independent Redis masters (not replicas of one another);
@@ -71,16 +66,21 @@ type Client struct {
 // uses on it lives in the lock key's hash slot (see WithKeyPrefix). To vote with the masters of
 // one cluster instead, use NewCluster.
 //
+// The Client sends each command once (go-redis does not retry it) and waits for a node at most
+// the node timeout (WithNodeTimeout); a call that go-redis has not ended by then is abandoned
+// and ends by the go-redis client's own timeouts.
+//
 // New checks everything and sends nothing: it fails on no nodes, a nil node, a node given
 // twice, or an option out of range.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("redlock: no nodes")
 	}
-	c, err := newClient(len(nodes), opts)
+	o, err := applyOptions(opts)
 	if err != nil {
 		return nil, err
 	}
+	ns := make([]Node, len(nodes))
 	for i, n := range nodes {
 		if isNil(n) {
 			return nil, fmt.Errorf("redlock: node %d is nil", i)
@@ -90,47 +90,68 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 				return nil, fmt.Errorf("redlock: node %d is the same client as node %d", i, j)
 			}
 		}
-		c.nodes[i] = &batcher{node: n}
-		switch n := n.(type) {
-		case *redis.Client:
-			c.addrs[i] = n.Options().Addr
-		case *redis.ClusterClient:
-			c.addrs[i] = strings.Join(n.Options().Addrs, ",")
-			if c.clusterNode < 0 {
-				c.clusterNode = i
+		ns[i] = newGoredisNode(n, o.nodeTimeout)
+	}
+	c := newClient(ns, o)
+	for i, n := range nodes {
+		if _, ok := n.(*redis.ClusterClient); ok && c.clusterNode < 0 {
+			c.clusterNode = i
+		}
+	}
+	return c, nil
+}
+
+// NewNodes returns a Client over nodes of any kind (see Node), as New does for go-redis
+// clients; nodes of different kinds mix. A node that has a String method is named by it in
+// errors. NewNodes fails on no nodes, a nil node, a node given twice, or an option out of range.
+func NewNodes(nodes []Node, opts ...Option) (*Client, error) {
+	if len(nodes) == 0 {
+		return nil, errors.New("redlock: no nodes")
+	}
+	o, err := applyOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range nodes {
+		if isNil(n) {
+			return nil, fmt.Errorf("redlock: node %d is nil", i)
+		}
+		for j := range i {
+			if same(nodes[j], n) {
+				return nil, fmt.Errorf("redlock: node %d is the same node as node %d", i, j)
 			}
 		}
 	}
-	c.listen = c.nodes
-	return c, nil
+	return newClient(append([]Node(nil), nodes...), o), nil
 }
 
-// newClient returns a Client for n nodes, yet to be filled in, with opts applied.
-func newClient(n int, opts []Option) (*Client, error) {
+// newClient returns a Client over nodes with options o.
+func newClient(nodes []Node, o options) *Client {
 	c := &Client{
-		nodes:       make([]conn, n),
-		addrs:       make([]string, n),
-		quorum:      quorum.Of(n),
-		options:     defaultOptions(),
-		done:        make(chan struct{}),
-		clusterNode: -1,
+		nodes:   nodes,
+		addrs:   make([]string, len(nodes)),
+		listen:  nodes,
+		quorum:  quorum.Of(len(nodes)),
+		options: o,
+		names:   o.names,
+		id:      newToken(),
+		held:    make(map[*Lock]struct{}),
+		done:    make(chan struct{}),
 	}
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, errors.New("redlock: nil option")
-		}
-		if err := opt(&c.options); err != nil {
-			return nil, err
+	c.clusterNode = -1
+	c.channel = c.names.Channel()
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.listening, c.cancelListening = context.WithCancel(c.ctx)
+	c.listener = newListener(c)
+	for i, n := range nodes {
+		if s, ok := n.(fmt.Stringer); ok {
+			c.addrs[i] = s.String()
 		}
 	}
-	c.channel = c.prefix + "redlock:released"
-	c.announce = c.channel
-	c.id = newToken()
-	c.wake.c = c
-	return c, nil
+	return c
 }
 
-func isNil(n redis.UniversalClient) bool {
+func isNil(n any) bool {
 	if n == nil {
 		return true
 	}
@@ -138,45 +159,68 @@ func isNil(n redis.UniversalClient) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-func same(a, b redis.UniversalClient) bool {
+func same(a, b any) bool {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer &&
 		va.Type() == vb.Type() && va.Pointer() == vb.Pointer()
 }
 
-// Close stops waiting Lock calls (they return ErrClosed), ends the client's subscriptions and
-// waits for the client's own goroutines: calls to nodes still in flight and their clean-up. A
-// node call that its go-redis client does not bound by the context ends at the client's own
-// read timeout. Close does not close the go-redis clients, and does not release held locks.
+// Close releases every lock the Client holds (its Lost channels close, and Do's functions see
+// their context cancelled), ends waiting Lock calls (they return ErrClosed, and give up their
+// places in line so that other processes' waiters are served at once) and the Client's
+// subscriptions, and waits for the Client's goroutines. It returns within about twice the node
+// timeout, whatever the nodes do: calls to a node that did not answer by then are abandoned,
+// and end inside go-redis by its client's own timeouts (its ReadTimeout). A lock whose release
+// reached no quorum expires with its ttl. Close does not close the clients the nodes wrap.
 // Calling Close again does nothing.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
-		close(c.done)
+	if c.closed {
+		c.mu.Unlock()
+		return nil
 	}
+	c.closed = true
+	close(c.done)
+	waiting := c.listener.waiting()
 	c.mu.Unlock()
-	c.wake.close()
-	c.bg.Wait()
+	c.heldMu.Lock()
+	held := make([]*Lock, 0, len(c.held))
+	for l := range c.held {
+		held = append(held, l)
+	}
+	c.heldMu.Unlock()
+	c.cancelListening()
+	var releases sync.WaitGroup
+	for _, w := range waiting {
+		releases.Go(func() { c.abandon(context.Background(), w) })
+	}
+	for _, l := range held {
+		releases.Go(func() {
+			ctx, call := c.begin(context.Background(), OpUnlock, l.spec)
+			c.end(ctx, call, l.release(ctx, ErrClosed))
+		})
+	}
+	releases.Wait()
+	idle := c.idle()
+	t := time.NewTimer(c.nodeTimeout) // for the replies in flight, and what they call for
+	select {
+	case <-idle:
+	case <-t.C:
+	}
+	t.Stop()
+	c.cancel()
+	<-idle
 	return nil
 }
 
-// check rejects what no attempt could do anything sensible with.
-func (c *Client) check(key string, ttl time.Duration) error {
-	if key == "" {
-		return errors.New("redlock: empty key")
-	}
-	return c.checkTTL(ttl)
-}
-
-func (c *Client) checkTTL(ttl time.Duration) error {
-	if ttl%time.Millisecond != 0 {
-		return fmt.Errorf("redlock: ttl %v is not a whole number of milliseconds (Redis expires keys in ms)", ttl)
-	}
-	if d := clock.Drift(ttl, c.driftFactor); ttl <= d {
-		return fmt.Errorf("redlock: ttl %v must be larger than the clock drift allowance %v", ttl, d)
-	}
-	return nil
+// idle returns a channel that is closed once the Client's goroutines have all ended.
+func (c *Client) idle() <-chan struct{} {
+	idle := make(chan struct{})
+	go func() {
+		c.bg.Wait()
+		close(idle)
+	}()
+	return idle
 }
 
 // enter registers a call in progress; leave must follow. It fails once the Client is closed.
@@ -190,6 +234,46 @@ func (c *Client) enter() error {
 }
 
 func (c *Client) leave() { c.mu.RUnlock() }
+
+// track remembers l as held, for Close to release; untrack forgets it.
+func (c *Client) track(l *Lock) {
+	c.heldMu.Lock()
+	c.held[l] = struct{}{}
+	c.heldMu.Unlock()
+}
+
+func (c *Client) untrack(l *Lock) {
+	c.heldMu.Lock()
+	delete(c.held, l)
+	c.heldMu.Unlock()
+}
+
+// check rejects what no attempt of s for ttl could do anything sensible with.
+func (c *Client) check(s *spec, ttl time.Duration) error {
+	if err := c.checkKey(s.key); err != nil {
+		return err
+	}
+	return c.checkTTL(ttl)
+}
+
+// checkKey rejects what no lock may be named.
+func (c *Client) checkKey(key string) error {
+	if err := wire.CheckKey(key); err != nil {
+		return fmt.Errorf("redlock: %w", err)
+	}
+	return nil
+}
+
+// checkTTL rejects a ttl no lock may have.
+func (c *Client) checkTTL(ttl time.Duration) error {
+	if ttl%time.Millisecond != 0 {
+		return fmt.Errorf("redlock: ttl %v is not a whole number of milliseconds (Redis expires keys in ms)", ttl)
+	}
+	if d := clock.Drift(ttl, c.driftFactor); ttl <= d {
+		return fmt.Errorf("redlock: ttl %v must be larger than the clock drift allowance %v", ttl, d)
+	}
+	return nil
+}
 
 // newToken returns 128 random bits from crypto/rand, base64url-encoded.
 func newToken() string {

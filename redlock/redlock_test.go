@@ -2,11 +2,9 @@ package redlock_test
 
 import (
 	"context"
-	"crypto/sha1"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -34,6 +33,12 @@ func cluster(t *testing.T, n int, opts ...redlock.Option) ([]*miniredis.Miniredi
 	}
 	t.Cleanup(func() { c.Close() })
 	return ms, c
+}
+
+// companion names the key of kind beside the lock of key, as a Client without a prefix does.
+func companion(kind, key string) string {
+	names, _ := wire.NewNames("")
+	return names.Companion(kind, key)
 }
 
 func commands(ms []*miniredis.Miniredis) int {
@@ -160,14 +165,15 @@ func TestTryLockEverySubsetOfFiveNodes(t *testing.T) {
 					}
 					continue
 				}
-				c.Close() // waits for the nodes still answering after the quorum
-				for i, m := range ms {
+				for i, m := range ms { // the nodes after the quorum may still be answering
 					if mask&(1<<i) == 0 {
-						if got, _ := m.Get("orders:42"); got != l.Token() {
-							t.Fatalf("mask %05b: node %d holds %q, want the token %q", mask, i, got, l.Token())
-						}
+						redistest.Eventually(t, fmt.Sprintf("mask %05b: node %d holds the token", mask, i), func() bool {
+							got, _ := m.Get("orders:42")
+							return got == l.Token()
+						})
 					}
 				}
+				c.Close()
 			}
 		})
 	}
@@ -180,7 +186,9 @@ func TestStoredKeyValueAndTTL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Close() // the nodes after the quorum may still be answering
+		for i, m := range ms { // the nodes after the quorum may still be answering
+			redistest.Eventually(t, fmt.Sprintf("node %d holds the key", i), func() bool { return m.Exists(prefix + "orders:42") })
+		}
 		if l.Key() != "orders:42" {
 			t.Errorf("Key() = %q", l.Key())
 		}
@@ -310,14 +318,10 @@ func TestUnlock(t *testing.T) {
 	}
 }
 
-// A quick Unlock overtakes the SETs still in flight to two slow nodes: it returns on the three
-// that answered, and each slow node, once its SET lands, is released, exactly once.
+// A quick Unlock comes while the SETs to two slow nodes are still in flight: it returns on the
+// three that answered, and each slow node is released once its SET has landed, exactly once.
 func TestUnlockReleasesNodesWhoseSetCameLate(t *testing.T) {
-	src, err := os.ReadFile("scripts/release.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := fmt.Sprintf("%x", sha1.Sum(src))
+	release := wire.ReleaseScript.SHA1()
 	ms, c := cluster(t, 5)
 	gate := make(chan struct{})
 	var releases [5]atomic.Int32
@@ -349,7 +353,7 @@ func TestUnlockReleasesNodesWhoseSetCameLate(t *testing.T) {
 			t.Errorf("node %d kept the key", i)
 		}
 		if n := releases[i].Load(); n != 1 {
-			t.Errorf("node %d was released %d times, want 1", i, n)
+			t.Errorf("node %d was released %d times", i, n)
 		}
 	}
 }
@@ -389,9 +393,17 @@ func TestExtend(t *testing.T) {
 	for _, m := range ms {
 		m.FastForward(6 * time.Second)
 	}
-	l2, err := c.TryLock(ctx, "k", 10*time.Second)
+	c2, err := redlock.New(redistest.MiniClients(t, ms))
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer c2.Close()
+	l2, err := c2.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range ms {
+		redistest.Eventually(t, fmt.Sprintf("node %d holds the new key", i), func() bool { v, _ := m.Get("k"); return v == l2.Token() })
 	}
 	if err := l.Extend(ctx, time.Second); !errors.Is(err, redlock.ErrNotHeld) {
 		t.Fatalf("Extend after expiry: %v, want ErrNotHeld", err)

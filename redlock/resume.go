@@ -18,26 +18,26 @@ import (
 //
 // Bad input is an error and sends nothing: an empty key or token, a ttl as for Lock.
 func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duration) (*Lock, error) {
-	if err := c.check(key, ttl); err != nil {
+	s := c.mutex(key)
+	if err := c.check(s, ttl); err != nil {
 		return nil, err
 	}
 	if token == "" {
 		return nil, errors.New("redlock: empty token")
 	}
-	if strings.HasSuffix(token, multiKind.suffix) {
+	if strings.HasSuffix(token, multiSuffix) {
 		return nil, fmt.Errorf("%w: %q is a LockAll token; Resume takes over single-key locks", ErrNotHeld, token)
 	}
 	if err := c.enter(); err != nil {
 		return nil, errors.Join(ErrNotHeld, err)
 	}
 	defer c.leave()
-	s := c.mutex(key)
 	start := c.clock.Now()
-	r := c.renew(ctx, start, s.extend, s.extKeys, s.need, token, ttl)
-	if r.err != nil {
-		return nil, r.err
+	until, err := c.renew(ctx, s, token, ttl, start, nil)
+	if err != nil {
+		return nil, err
 	}
-	l := &Lock{c: c, spec: s, token: token, acquired: start, until: r.until}
-	l.relArgs = []any{token, c.announce, ""}
+	l := &Lock{c: c, spec: s, token: token, acquired: start, until: until}
+	c.track(l)
 	return l, nil
 }

@@ -2,16 +2,47 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/keyslot"
+	"github.com/quorumlock/redlock/internal/wire"
 )
 
-var (
-	readKind  = &kind{name: "read lock", label: KindRead, acquire: readScript, extend: holdersExtendScript, release: holdersReleaseScript}
-	writeKind = &kind{name: "write lock", label: KindWrite, acquire: writeScript, extend: extendScript, release: writeReleaseScript, abandon: writeAbandonScript}
+// readOps are the commands of an RWMutex's readers, a holders set on each node; writeOps its
+// writer's, a plain key holding the token.
+type (
+	readOps  struct{ keys wire.RWMutexKeys }
+	writeOps struct{ keys wire.RWMutexKeys }
 )
+
+func (o readOps) acquire(a attempt) command {
+	return run(wire.ReadScript, wire.ReadAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl})
+}
+
+func (o readOps) extend(token string, ttl time.Duration) command {
+	return run(wire.HoldersExtendScript, wire.HoldersExtend{Holders: o.keys.Readers, Token: token, TTL: ttl})
+}
+
+func (o readOps) release(token, channel, _ string) command {
+	return run(wire.HoldersReleaseScript, wire.HoldersRelease{Holders: o.keys.Readers, Token: token, Channel: channel, Announce: o.keys.Writer})
+}
+
+func (readOps) abandon(string, string) (command, bool) { return command{}, false }
+
+func (o writeOps) acquire(a attempt) command {
+	return run(wire.WriteScript, wire.WriteAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl, Waiter: a.waiter})
+}
+
+func (o writeOps) extend(token string, ttl time.Duration) command {
+	return run(wire.ExtendScript, wire.Extend{Key: o.keys.Writer, Token: token, TTL: ttl})
+}
+
+func (o writeOps) release(token, channel, waiter string) command {
+	return run(wire.WriteReleaseScript, wire.WriteRelease{Keys: o.keys, Token: token, Channel: channel, Waiter: waiter})
+}
+
+func (o writeOps) abandon(waiter, channel string) (command, bool) {
+	return run(wire.WriteAbandonScript, wire.WriteAbandon{Keys: o.keys, Waiter: waiter, Channel: channel}), true
+}
 
 // An RWMutex is a read-write lock across the Client's nodes: a writer excludes readers and
 // writers, readers share it. Both need a majority of the nodes: any two majorities meet on a
@@ -19,59 +50,56 @@ var (
 // wait behind it, and a stream of readers cannot starve it; TryLock never marks. The mark goes
 // when the writer gets the lock or stops waiting, and otherwise expires with the writer's ttl.
 //
-// Each node keeps the writer under "rwlock:{key}" (a string whose value is the token), the
-// readers in the sorted set "readers:{key}", scored by when each expires on the node's clock,
-// and the mark under "writing:{key}", all named in the key's hash slot as WithKeyPrefix says.
+// Each node keeps the writer under a key whose value is its token, the readers in a sorted set
+// scored by when each expires on the node's clock, and the mark, all named as WithKeyPrefix
+// says.
 // An RWMutex does not exclude a Lock, Semaphore or LockAll of the same key: its keys are its own.
 type RWMutex struct {
 	c           *Client
-	read, write spec
+	read, write *spec
 }
 
 // RWMutex returns the read-write lock named key. It sends nothing.
 func (c *Client) RWMutex(key string) (*RWMutex, error) {
-	if key == "" {
-		return nil, errors.New("redlock: empty key")
+	if err := c.checkKey(key); err != nil {
+		return nil, err
 	}
-	stored := c.prefix + key
-	writer := keyslot.Companion("rwlock", stored)
-	readers := keyslot.Companion("readers", stored)
-	mark := keyslot.Companion("writing", stored)
-	keys := []string{writer, readers, mark}
+	keys := c.names.RWMutex(key)
 	// Readers and writers wait for the name of the writer's key: every release announces it.
-	m := &RWMutex{c: c}
-	m.read = spec{kind: readKind, need: c.quorum, key: key, stored: writer, acqKeys: keys, extKeys: keys[1:2], relKeys: keys[:2]}
-	m.write = spec{kind: writeKind, need: c.quorum, key: key, stored: writer, acqKeys: keys, extKeys: keys[:1], relKeys: []string{writer, mark}}
-	return m, nil
+	wake := []string{keys.Writer}
+	return &RWMutex{c: c,
+		read:  &spec{kind: KindRead, key: key, need: c.quorum, wake: wake, ops: readOps{keys}},
+		write: &spec{kind: KindWrite, key: key, need: c.quorum, wake: wake, ops: writeOps{keys}},
+	}, nil
 }
 
 // Lock takes the lock for writing for ttl, waiting until no reader or writer holds it, ctx is
 // done or the Client is closed, as Client.Lock waits. While it waits, new readers wait too.
 func (m *RWMutex) Lock(ctx context.Context, ttl time.Duration) (*Lock, error) {
-	return m.c.lock(ctx, &m.write, ttl)
+	return m.c.lock(ctx, m.write, ttl)
 }
 
 // TryLock makes exactly one attempt to take the lock for writing; it fails with ErrNotAcquired.
 func (m *RWMutex) TryLock(ctx context.Context, ttl time.Duration) (*Lock, error) {
-	return m.c.try(ctx, &m.write, ttl)
+	return m.c.try(ctx, m.write, ttl)
 }
 
 // RLock takes the lock for reading for ttl, waiting until no writer holds it or waits for it.
 func (m *RWMutex) RLock(ctx context.Context, ttl time.Duration) (*Lock, error) {
-	return m.c.lock(ctx, &m.read, ttl)
+	return m.c.lock(ctx, m.read, ttl)
 }
 
 // TryRLock makes exactly one attempt to take the lock for reading.
 func (m *RWMutex) TryRLock(ctx context.Context, ttl time.Duration) (*Lock, error) {
-	return m.c.try(ctx, &m.read, ttl)
+	return m.c.try(ctx, m.read, ttl)
 }
 
 // Do runs fn holding the lock for writing, as Client.Do does for a key.
 func (m *RWMutex) Do(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error) error {
-	return m.c.do(ctx, &m.write, ttl, fn)
+	return m.c.do(ctx, m.write, ttl, fn)
 }
 
 // RDo runs fn holding the lock for reading, as Client.Do does for a key.
 func (m *RWMutex) RDo(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error) error {
-	return m.c.do(ctx, &m.read, ttl, fn)
+	return m.c.do(ctx, m.read, ttl, fn)
 }

@@ -28,7 +28,7 @@ func TestRWMutexExcludesWritersAndWaitingWriterStopsReaders(t *testing.T) {
 		t.Fatalf("TryLock beside readers: %v", err)
 	}
 	for i, m := range ms {
-		if m.Exists("writing:{doc}") {
+		if m.Exists(companion("writing", "doc")) {
 			t.Fatalf("node %d: TryLock marked the lock", i)
 		}
 	}
@@ -47,7 +47,7 @@ func TestRWMutexExcludesWritersAndWaitingWriterStopsReaders(t *testing.T) {
 	redistest.Eventually(t, "the waiting writer marks a majority", func() bool {
 		n := 0
 		for _, m := range ms {
-			if m.Exists("writing:{doc}") {
+			if m.Exists(companion("writing", "doc")) {
 				n++
 			}
 		}
@@ -71,7 +71,9 @@ func TestRWMutexExcludesWritersAndWaitingWriterStopsReaders(t *testing.T) {
 	if err := w.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	onEveryNode(t, ms, "no node keeps the writer or its mark after Unlock", func(m *miniredis.Miniredis) bool { return !(m.Exists("writing:{doc}") || m.Exists("rwlock:{doc}")) })
+	onEveryNode(t, ms, "no node keeps the writer or its mark after Unlock", func(m *miniredis.Miniredis) bool {
+		return !(m.Exists(companion("writing", "doc")) || m.Exists(companion("rwlock", "doc")))
+	})
 	r, err := rw.TryRLock(ctx, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +86,7 @@ func TestRWMutexExcludesWritersAndWaitingWriterStopsReaders(t *testing.T) {
 		t.Fatalf("a writer giving up: %v", err)
 	}
 	for i, m := range ms {
-		if m.Exists("writing:{doc}") {
+		if m.Exists(companion("writing", "doc")) {
 			t.Fatalf("node %d keeps the mark of a writer that gave up", i)
 		}
 	}

@@ -2,44 +2,56 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/keyslot"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
 )
 
-var semaphoreKind = &kind{name: "semaphore", label: KindSemaphore, acquire: semaphoreScript, extend: holdersExtendScript, release: holdersReleaseScript}
+// semaphoreOps are the commands of a semaphore: its holders are a sorted set on each node.
+type semaphoreOps struct {
+	keys    wire.SemaphoreKeys
+	permits int
+}
+
+func (o semaphoreOps) acquire(a attempt) command {
+	return run(wire.SemaphoreScript, wire.SemaphoreAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl, Permits: o.permits})
+}
+
+func (o semaphoreOps) extend(token string, ttl time.Duration) command {
+	return run(wire.HoldersExtendScript, wire.HoldersExtend{Holders: o.keys.Holders, Token: token, TTL: ttl})
+}
+
+func (o semaphoreOps) release(token, channel, _ string) command {
+	return run(wire.HoldersReleaseScript, wire.HoldersRelease{Holders: o.keys.Holders, Token: token, Channel: channel, Announce: o.keys.Holders})
+}
+
+func (semaphoreOps) abandon(string, string) (command, bool) { return command{}, false }
 
 // A Semaphore admits at most a fixed number of holders at once, its permits, across the
-// Client's nodes. Each node keeps the semaphore's live holders in one sorted set,
-// "semaphore:{key}" (named in the key's hash slot as WithKeyPrefix says), and admits a holder
+// Client's nodes. Each node keeps the semaphore's live holders in one sorted set (named as
+// WithKeyPrefix says), and admits a holder
 // while it has fewer than permits of them; it decides expiry by its own clock. A holder must be
 // admitted by Quorum nodes. Every user of one semaphore must give the same permits.
 //
 // A semaphore does not exclude a Lock, RWMutex or LockAll of the same key: its keys are its own.
 type Semaphore struct {
-	c       *Client
-	permits int
-	s       spec
+	c *Client
+	s *spec
 }
 
 // Semaphore returns the semaphore of permits ≥ 1 named key. It sends nothing.
 func (c *Client) Semaphore(key string, permits int) (*Semaphore, error) {
-	if key == "" {
-		return nil, errors.New("redlock: empty key")
+	if err := c.checkKey(key); err != nil {
+		return nil, err
 	}
 	if permits < 1 {
 		return nil, fmt.Errorf("redlock: semaphore of %d permits; it needs at least 1", permits)
 	}
-	holders := keyslot.Companion("semaphore", c.prefix+key)
-	keys := []string{holders, holders}
-	return &Semaphore{c: c, permits: permits, s: spec{
-		kind: semaphoreKind, need: quorum.Permits(len(c.nodes), permits), key: key, stored: holders,
-		acqKeys: keys[:1], extKeys: keys[:1], relKeys: keys, extra: []any{strconv.Itoa(permits)},
-	}}, nil
+	keys := c.names.Semaphore(key)
+	return &Semaphore{c: c, s: &spec{kind: KindSemaphore, key: key, need: quorum.Permits(len(c.nodes), permits),
+		wake: []string{keys.Holders}, ops: semaphoreOps{keys: keys, permits: permits}}}, nil
 }
 
 // Quorum returns how many nodes a holder must hold: floor(permits*N/(permits+1)) + 1 of the N
@@ -55,16 +67,16 @@ func (s *Semaphore) Quorum() int { return s.s.need }
 // as Client.Lock waits: a release wakes the waiters at once, WithRetryDelay is the fallback.
 // Extend and Unlock of the returned Lock need Quorum nodes; its Fence is 0.
 func (s *Semaphore) Lock(ctx context.Context, ttl time.Duration) (*Lock, error) {
-	return s.c.lock(ctx, &s.s, ttl)
+	return s.c.lock(ctx, s.s, ttl)
 }
 
 // TryLock makes exactly one attempt to take a permit for ttl; it fails with ErrNotAcquired.
 func (s *Semaphore) TryLock(ctx context.Context, ttl time.Duration) (*Lock, error) {
-	return s.c.try(ctx, &s.s, ttl)
+	return s.c.try(ctx, s.s, ttl)
 }
 
 // Do takes a permit like Lock, runs fn and releases the permit when fn returns, extending it
 // while fn runs, as Client.Do does for a key.
 func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error) error {
-	return s.c.do(ctx, &s.s, ttl, fn)
+	return s.c.do(ctx, s.s, ttl, fn)
 }

@@ -38,7 +38,7 @@ func TestSemaphoreAdmitsPermits(t *testing.T) {
 	if a.Fence() != 0 || a.Key() != "pool" || len(a.Keys()) != 1 || a.Token() == b.Token() {
 		t.Fatalf("Lock: fence %d, key %q, keys %q", a.Fence(), a.Key(), a.Keys())
 	}
-	onEveryNode(t, ms, "every node keeps semaphore:{pool}", func(m *miniredis.Miniredis) bool { return m.Exists("semaphore:{pool}") })
+	onEveryNode(t, ms, "every node keeps the holders", func(m *miniredis.Miniredis) bool { return m.Exists(companion("semaphore", "pool")) })
 	if err := a.Extend(ctx, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

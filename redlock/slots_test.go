@@ -1,8 +1,6 @@
 package redlock
 
 import (
-	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,9 +9,9 @@ import (
 	"github.com/quorumlock/redlock/internal/keyslot"
 )
 
-// Every script of every primitive touches keys of one Redis Cluster hash slot, whatever the key
-// and the prefix: each companion key is named by keyslot.Companion.
-func TestEveryScriptTouchesOneSlot(t *testing.T) {
+// Every command of every primitive touches keys of one Redis Cluster hash slot, the lock key's,
+// whatever the key and the prefix, so that it runs on a cluster node.
+func TestEveryCommandTouchesOneSlot(t *testing.T) {
 	for _, prefix := range []string{"", "app:", "{tenant}:", "a}b:"} {
 		rc := redis.NewClient(&redis.Options{})
 		defer rc.Close()
@@ -24,48 +22,26 @@ func TestEveryScriptTouchesOneSlot(t *testing.T) {
 		for _, key := range []string{"k", "{user:7}:profile", "a}b", "x{}y{z}", "{", "{}"} {
 			sem, _ := c.Semaphore(key, 3)
 			rw, _ := c.RWMutex(key)
-			mutex := c.mutex(key)
-			multi, err := c.multi([]string{key, "{" + keyslot.Hashed(prefix+key) + "}other"})
+			multi, err := c.multi([]string{key, "{" + keyslot.Tag(keyslot.Of(prefix+key)) + "}other"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for name, s := range map[string]*spec{"lock": &mutex, "semaphore": &sem.s, "read": &rw.read, "write": &rw.write} {
-				for _, keys := range [][]string{s.acqKeys, s.extKeys, s.relKeys, {s.stored}} {
-					for _, k := range keys {
+			specs := map[string]*spec{"lock": c.mutex(key), "semaphore": sem.s, "read": rw.read, "write": rw.write, "multi": multi}
+			for name, s := range specs {
+				a := attempt{token: "t", ttl: time.Second, waiter: "w.1", place: 1, lease: time.Second}
+				cmds := []command{s.ops.acquire(a), s.ops.extend("t", time.Second), s.ops.release("t", c.channel, "w.1")}
+				if cmd, ok := s.ops.abandon("w.1", c.channel); ok {
+					cmds = append(cmds, cmd)
+				}
+				for _, cmd := range cmds {
+					for _, k := range cmd.keys {
 						if keyslot.Of(k) != keyslot.Of(prefix+key) {
 							t.Errorf("%s of %q (prefix %q): %q in slot %d, the key in %d", name, key, prefix, k, keyslot.Of(k), keyslot.Of(prefix+key))
 						}
 					}
 				}
 			}
-			if len(multi.relKeys) != 4 {
-				t.Fatalf("LockAll's release keys: %q", multi.relKeys)
-			}
-			for _, k := range multi.relKeys[2:] {
-				if !strings.HasPrefix(k, "queue:") {
-					t.Errorf("LockAll's queue %q", k)
-				}
-			}
 		}
 		c.Close()
-	}
-}
-
-// With a node that is a Redis Cluster, LockAll of keys in different slots is an error that
-// names them, and sends nothing; a common hash tag makes it valid.
-func TestLockAllOnClusterNeedsOneSlot(t *testing.T) {
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
-	defer cc.Close()
-	c, err := New([]redis.UniversalClient{cc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_, err = c.TryLockAll(context.Background(), []string{"stock", "invoice"}, time.Second)
-	if err == nil || !strings.Contains(err.Error(), `"stock" and "invoice" are in hash slots`) || !strings.Contains(err.Error(), "hash tag") {
-		t.Fatalf("LockAll across slots: %v", err)
-	}
-	if _, err := c.multi([]string{"{order:7}:stock", "{order:7}:invoice"}); err != nil {
-		t.Fatalf("one hash tag: %v", err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/quorumlock/redlock/redlockotel"
 )
 
-// Instrument a Client, take a lock that a second call is refused, and read the metrics.
+// Observe a Client, take a lock that a second call is refused, and read the metrics.
 func Example() {
 	ctx := context.Background()
 	reader := sdkmetric.NewManualReader() // in production: a Prometheus or OTLP exporter
@@ -35,7 +35,12 @@ func Example() {
 		defer rdb.Close()
 		nodes = append(nodes, rdb)
 	}
-	c, err := redlock.New(nodes, redlockotel.Instrument(redlockotel.WithMeterProvider(mp)))
+	obs, err := redlockotel.Observer(redlockotel.WithMeterProvider(mp))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := redlock.New(nodes, redlock.WithObserver(obs))
 	if err != nil {
 		fmt.Println(err)
 		return

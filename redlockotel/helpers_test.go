@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -59,7 +60,12 @@ func newWorld(t *testing.T, n int, otelOpts []redlockotel.Option, opts ...redloc
 		clients = append(clients, redisClient(t, m.Addr()))
 	}
 	otelOpts = append([]redlockotel.Option{redlockotel.WithMeterProvider(mp), redlockotel.WithTracerProvider(tp)}, otelOpts...)
-	opts = append([]redlock.Option{redlockotel.Instrument(otelOpts...)}, opts...)
+	obs, err := redlockotel.Observer(otelOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A node timeout generous enough for a loaded machine running -race, unless opts set one.
+	opts = append([]redlock.Option{redlock.WithObserver(obs), redlock.WithNodeTimeout(2 * time.Second)}, opts...)
 	c, err := redlock.New(clients, opts...)
 	if err != nil {
 		t.Fatal(err)

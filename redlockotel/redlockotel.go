@@ -2,7 +2,9 @@
 // how long acquisitions take and how they end, each node's calls, how long locks are held,
 // locks lost while held, and calls waiting now.
 //
-//	c, err := redlock.New(nodes, redlockotel.Instrument())
+//	obs, err := redlockotel.Observer()
+//	...
+//	c, err := redlock.New(nodes, redlock.WithObserver(obs))
 //
 // Metrics (meter and tracer named ScopeName):
 //
@@ -43,7 +45,7 @@ import (
 // ScopeName names the meter and the tracer.
 const ScopeName = "github.com/quorumlock/redlock/redlockotel"
 
-// An Option configures Instrument.
+// An Option configures Observer.
 type Option func(*config) error
 
 type config struct {
@@ -83,14 +85,16 @@ func WithoutKeys() Option {
 	}
 }
 
-// Instrument returns the option of redlock.New that reports the Client's calls as metrics and
-// spans. New fails on a nil Option or provider, and when an instrument cannot be created.
-func Instrument(opts ...Option) redlock.Option {
+// Observer returns the hooks that report a Client's calls as metrics and spans: give them to
+// redlock.New with redlock.WithObserver. It fails on a nil Option or provider, and when an
+// instrument cannot be created.
+func Observer(opts ...Option) (redlock.Observer, error) {
 	o, err := newObserver(opts...)
 	if err != nil {
-		return redlock.InvalidOption(err)
+		return redlock.Observer{}, err
 	}
-	return redlock.WithObserver(o)
+	return redlock.Observer{Begin: o.Begin, Round: o.Round, NodeReply: o.NodeReply,
+		Waiting: o.waitBegins, Waited: o.waited, End: o.End, Ended: o.Ended}, nil
 }
 
 // Attribute keys.
@@ -131,7 +135,7 @@ var (
 	heldBuckets = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 )
 
-// observer is the redlock.Observer that Instrument installs.
+// observer makes the hooks that Observer returns.
 type observer struct {
 	tracer trace.Tracer
 	noKeys bool
@@ -148,8 +152,6 @@ type observer struct {
 	byOutcome     [outcomes]metric.MeasurementOption
 	byKind        [kinds]metric.MeasurementOption
 }
-
-var _ redlock.Observer = (*observer)(nil)
 
 func newObserver(opts ...Option) (*observer, error) {
 	var cfg config
@@ -252,18 +254,23 @@ func (o *observer) NodeReply(ctx context.Context, r redlock.NodeReply) {
 	}
 }
 
-func (o *observer) Wait(ctx context.Context, _ redlock.Call, waiting bool) {
+func (o *observer) waitBegins(ctx context.Context, _ redlock.Call) {
 	c, ok := ctx.Value(callKey{}).(*call)
-	if !ok || c.waiting == waiting {
+	if !ok || c.waiting {
 		return
 	}
-	c.waiting = waiting
-	if waiting {
-		o.waiting.Add(ctx, 1)
-		c.span.AddEvent("redlock.wait")
-	} else {
-		o.waiting.Add(ctx, -1)
+	c.waiting = true
+	o.waiting.Add(ctx, 1)
+	c.span.AddEvent("redlock.wait")
+}
+
+func (o *observer) waited(ctx context.Context, _ redlock.Call) {
+	c, ok := ctx.Value(callKey{}).(*call)
+	if !ok || !c.waiting {
+		return
 	}
+	c.waiting = false
+	o.waiting.Add(ctx, -1)
 }
 
 func (o *observer) End(ctx context.Context, rc redlock.Call, r redlock.Return) {
@@ -272,7 +279,7 @@ func (o *observer) End(ctx context.Context, rc redlock.Call, r redlock.Return) {
 		return
 	}
 	if c.waiting { // the core reports the wait's end; never leave the gauge up
-		o.Wait(ctx, rc, false)
+		o.waited(ctx, rc)
 	}
 	outcome := otherOutcomes[r.Outcome]
 	if acquiring(rc.Op) {

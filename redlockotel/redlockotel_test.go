@@ -339,13 +339,16 @@ func TestBadOptions(t *testing.T) {
 		"nil tracer provider": redlockotel.WithTracerProvider(nil),
 		"nil option":          nil,
 	} {
-		c, err := redlock.New(nodes, redlockotel.Instrument(opt))
-		if err == nil || c != nil || !strings.HasPrefix(err.Error(), "redlock: ") {
-			t.Errorf("%s: New = %v, %v; want an error", name, c, err)
+		if _, err := redlockotel.Observer(opt); err == nil || !strings.HasPrefix(err.Error(), "redlock: ") {
+			t.Errorf("%s: Observer = %v; want an error", name, err)
 		}
 	}
 	for _, opts := range [][]redlockotel.Option{nil, {redlockotel.WithMeterProvider(mp), redlockotel.WithTracerProvider(tp)}} {
-		c, err := redlock.New(nodes, redlockotel.Instrument(opts...)) // nil: the global providers
+		obs, err := redlockotel.Observer(opts...) // nil: the global providers
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := redlock.New(nodes, redlock.WithObserver(obs))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ const replicationEvery = 5 * time.Second
 // hit it, with the outcome the design predicts.
 type Scenario struct {
 	Name     string
-	Row      string // the catalog row it stands for, as DESIGN.md words it
+	Row      string // what the scenario does, in a line
 	Expect   Expect
 	Strategy Strategy
 	Nodes    int              // masters; default 5 for redlock, 1 for the naive locks
@@ -92,13 +92,14 @@ func Match(pattern string) ([]Scenario, error) {
 	return out, nil
 }
 
-// Catalog returns every scenario: the rows of DESIGN.md's table that a plain lock can show, the
-// seeds' naive locks under their own failure, and the semaphore's and the RWMutex's rows.
+// Catalog returns every scenario: this module's lock under each fault it must survive or is
+// known not to, the simpler locks (single-node, timestamp, two-command releases) under the
+// failure each cannot survive, and the semaphore's and the RWMutex's rows.
 func Catalog() []Scenario {
 	return append(lockScenarios(), primitiveScenarios()...)
 }
 
-// lockScenarios are the rows of the plain lock and of the seeds' naive locks.
+// lockScenarios are the rows of the plain lock and of the simpler single-node locks.
 func lockScenarios() []Scenario {
 	return []Scenario{
 		{
@@ -329,8 +330,8 @@ func lockScenarios() []Scenario {
 			},
 		},
 		{
-			Name: "seed000-getset", Row: "seed 000: lock expires during a slow critical section (SETNX+GETSET)", Expect: Violation,
-			Strategy: NaiveGetset,
+			Name: "getset-takeover-slow-holder", Row: "a timestamp lock is taken over with GETSET while its holder still works past the timestamp", Expect: Violation,
+			Strategy: GetsetTakeover,
 			setup: func(r *run) {
 				r.firstHolder(0)
 				slow := TTL + r.between(2*time.Second, 5*time.Second)
@@ -339,8 +340,8 @@ func lockScenarios() []Scenario {
 			},
 		},
 		{
-			Name: "seed004-get-del", Row: "seed 004: GET then DEL releases another's lock", Expect: Violation,
-			Strategy: NaiveGetsetDel, Work: [2]time.Duration{2 * time.Second, 3 * time.Second},
+			Name: "get-then-del-release", Row: "a holder paused before its release; its GET then DEL deletes the lock another client took over", Expect: Violation,
+			Strategy: GetThenDel, Work: [2]time.Duration{2 * time.Second, 3 * time.Second},
 			setup: func(r *run) {
 				r.firstHolder(0)
 				pause := TTL + r.between(time.Second, 1500*time.Millisecond)
@@ -349,7 +350,7 @@ func lockScenarios() []Scenario {
 			},
 		},
 		{
-			Name: "seed001-single-node", Row: "seed 001: the single node restarts without its data", Expect: Violation,
+			Name: "single-node-restart", Row: "the lock's only node restarts without its data while a client holds it", Expect: Violation,
 			Strategy: SingleNode,
 			setup: func(r *run) {
 				r.firstHolder(0)
@@ -358,8 +359,8 @@ func lockScenarios() []Scenario {
 			},
 		},
 		{
-			Name: "seed002-get-cmp-del", Row: "seed 002: GET, compare, DEL as two commands", Expect: Violation,
-			Strategy: SingleNodeGetCompareDel, Work: [2]time.Duration{2 * time.Second, 3 * time.Second},
+			Name: "get-compare-del-release", Row: "a release paused between its GET-and-compare and its DEL deletes the next holder's lock", Expect: Violation,
+			Strategy: GetCompareDel, Work: [2]time.Duration{2 * time.Second, 3 * time.Second},
 			setup: func(r *run) {
 				r.firstHolder(0)
 				pause := TTL + r.between(time.Second, 1500*time.Millisecond)

@@ -114,7 +114,7 @@ func TestNotOnReal(t *testing.T) {
 	}
 	var table strings.Builder
 	simulate.WriteTable(&table, []simulate.Result{res})
-	if !strings.Contains(table.String(), "not reproducible: needs a Redis Cluster") {
+	if !strings.Contains(table.String(), "not reproducible on real: needs a Redis Cluster") {
 		t.Errorf("the table does not say why:\n%s", table.String())
 	}
 }

@@ -3,9 +3,10 @@
 //
 // A run builds a cluster of in-memory Redis nodes (miniredis), each with its own clock driving
 // its key expiry, and a few clients that reach the nodes through links the simulator controls.
-// The clients run the seeds' flash sale (lock, read the stock, work, write stock-1, unlock) with
-// one locking strategy: this module's redlock (a mutex, a semaphore or an RWMutex), the majority
-// semaphore of npm's redis-semaphore, or one of the naive locks of the seed documents.
+// The clients run a flash sale (lock, read the stock, work, write stock-1, unlock) with one
+// locking strategy: this module's redlock (a mutex, a semaphore or an RWMutex), the majority
+// semaphore of npm's redis-semaphore, or one of the simpler single-node locks that blog posts
+// show (a timestamp lock taken over with GETSET, a release in two commands).
 // A scenario schedules faults (crashes, restarts with or without data, partitions, latency, lost
 // replies, clock jumps and rate skew, pauses of a client) from one seeded random source, so the
 // same seed gives the same schedule. The checker then compares critical sections in true time:

@@ -7,18 +7,18 @@ import (
 	"github.com/quorumlock/redlock/simulate"
 )
 
-// Seed 001's lock, SET NX PX on a single node, while that node restarts without its data: a
+// The single-node lock, SET NX PX on one node, while that node restarts without its data: a
 // second buyer gets the lock while the first still works, and the stock is oversold. The run
 // takes about half a second of real time (Scale 0.04 makes the 10 s TTL 400 ms).
 func Example() {
-	scs, _ := simulate.Match("seed001-single-node")
+	scs, _ := simulate.Match("single-node-restart")
 	res := simulate.Run(context.Background(), scs[0], simulate.Options{Seed: 1, Scale: 0.04})
 	fmt.Println(res.Scenario, "expected", res.Expected, "observed", res.Observed, "as expected:", res.OK)
 	for _, fault := range res.Schedule {
 		fmt.Println(fault)
 	}
 	// Output:
-	// seed001-single-node expected violation observed violation as expected: true
+	// single-node-restart expected violation observed violation as expected: true
 	// client 1 holds +2.40s: node A: crashes
 	// client 1 holds +2.40s: node A: restarts empty (no persistence)
 }

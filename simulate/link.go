@@ -41,7 +41,7 @@ func (l *link) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	if err != nil {
 		return deadConn(err), nil
 	}
-	c := &faultyConn{Conn: inner, link: l}
+	c := &faultyConn{Conn: inner, link: l, closed: make(chan struct{})}
 	c.cond = sync.NewCond(&c.mu)
 	l.conns[c] = struct{}{}
 	go c.pump()
@@ -88,7 +88,10 @@ type faultyConn struct {
 	net.Conn
 	link *link
 
+	closed chan struct{} // closed by Close: ends a write waiting out the latency
+
 	mu       sync.Mutex
+	once     sync.Once
 	lose     int  // replies still to lose
 	deafened bool // a reply was lost: everything after it is discarded too
 
@@ -127,7 +130,13 @@ func (c *faultyConn) Write(p []byte) (int, error) {
 		return 0, errPartitioned
 	}
 	if latency > 0 {
-		time.Sleep(latency)
+		t := time.NewTimer(latency)
+		select {
+		case <-t.C:
+		case <-c.closed:
+			t.Stop()
+			return 0, net.ErrClosed
+		}
 	}
 	if drop != "" && bytes.Contains(p, []byte("\r\n"+drop+"\r\n")) {
 		c.mu.Lock()
@@ -189,6 +198,7 @@ func (c *faultyConn) SetDeadline(t time.Time) error {
 }
 
 func (c *faultyConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
 	c.link.mu.Lock()
 	delete(c.link.conns, c)
 	c.link.mu.Unlock()

@@ -42,7 +42,10 @@ type acquisitions struct {
 	n  int // calls waiting now
 }
 
-var _ redlock.Observer = (*acquisitions)(nil)
+// observer returns the hooks that report to a.
+func (a *acquisitions) observer() redlock.Observer {
+	return redlock.Observer{Begin: a.Begin, End: a.End, Waiting: a.waiting, Waited: a.waited}
+}
 
 type beganKey struct{}
 
@@ -65,20 +68,17 @@ func (a *acquisitions) End(ctx context.Context, c redlock.Call, ret redlock.Retu
 	a.mu.Unlock()
 }
 
-func (a *acquisitions) Wait(_ context.Context, _ redlock.Call, waiting bool) {
+func (a *acquisitions) waiting(context.Context, redlock.Call) { a.count(1) }
+
+func (a *acquisitions) waited(context.Context, redlock.Call) { a.count(-1) }
+
+// count adds d to the calls waiting now.
+func (a *acquisitions) count(d int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if waiting {
-		a.n++
-	} else {
-		a.n--
-	}
+	a.n += d
 	a.m.Waiting = append(a.m.Waiting, Waiting{At: a.r.since(time.Now()), N: a.n})
 }
-
-func (a *acquisitions) Round(context.Context, redlock.Round)         {}
-func (a *acquisitions) NodeReply(context.Context, redlock.NodeReply) {}
-func (a *acquisitions) Ended(redlock.Holding)                        {}
 
 // result returns what was reported so far.
 func (a *acquisitions) result() *Metrics {

@@ -14,10 +14,9 @@ import (
 const (
 	chartPlotH  = 150 // the percentiles, on a log scale
 	chartCountH = 32  // calls returned per window; calls waiting
-	chartGap    = 8   // between the percentiles and the counts
+	chartGap    = 8   // above the percentiles, and between them and the counts
 	chartFoot   = 18  // the time axis
-	chartLegend = 16
-	chartWindow = 40 // windows across a panel
+	chartWindow = 40  // windows across a panel
 )
 
 // The percentiles drawn, in this order (p90 dashed over p99: with few calls a window they meet).
@@ -32,14 +31,30 @@ var chartLines = []struct {
 // operator's dashboard shows over the run: the p50, p90 and p99 of redlock.acquire.duration of
 // the calls that returned in each of 40 windows, on a log scale; below, how many returned in
 // each window, and the redlock.waiting gauge (its highest value in the window); the faults as
-// numbered markers. Results without calls (the naive strategies) are left out.
+// numbered markers; a legend above them all. Results without calls (the strategies other than
+// this library's) are left out.
 func WriteMetricsSVG(w io.Writer, rs []Result) error {
 	rs = slices.DeleteFunc(slices.Clone(rs), func(r Result) bool { return r.Metrics == nil || len(r.Metrics.Calls) == 0 })
-	return writeDoc(w, rs, chartHeight, chart, "no acquiring calls: no run used this library's lock")
+	return picture{legend: metricsLegend, height: chartHeight, draw: chart, empty: "no acquiring calls: no run used this library's lock"}.write(w, rs)
 }
 
+// metricsLegend explains the marks of the metrics chart.
+var metricsLegend = func() []legendItem {
+	var items []legendItem
+	for _, l := range slices.Backward(chartLines) {
+		items = append(items, legendItem{mark: markLine, color: l.color, dash: l.dash, text: l.name})
+	}
+	return append(items,
+		legendItem{mark: markNone, text: "of redlock.acquire.duration: calls returned in each window (log scale)"},
+		legendItem{mark: markBar, color: "#d0d7de", text: "calls returned in the window"},
+		legendItem{mark: markBar, color: "#d8b9ff", text: "calls waiting (redlock.waiting, highest in the window)"},
+		legendItem{mark: markFault, color: "#bf8700", text: "fault n, listed under its panel"},
+		legendItem{mark: markNone, text: "times in scenario seconds (TTL 10 s)"},
+	)
+}()
+
 func chartHeight(r Result) int {
-	return panelHead + chartLegend + chartPlotH + chartGap + 2*chartCountH + chartFoot + len(r.Faults)*noteH
+	return panelHead + faultH + chartGap + chartPlotH + chartGap + 2*chartCountH + chartFoot + len(r.Faults)*noteH
 }
 
 // percentile returns the q-quantile of sorted ds by the nearest rank.
@@ -84,7 +99,8 @@ func chart(b *strings.Builder, r Result, y int) {
 	x := func(d time.Duration) float64 { return svgLeft + float64(plot)*float64(d)/float64(span) }
 	// The y axis: decades from 1 ms to the one above the longest call.
 	lo, hi := -3.0, math.Max(-2, math.Ceil(math.Log10(max(longest, time.Millisecond).Seconds())))
-	top := y + panelHead + chartLegend
+	lane := y + panelHead // the faults' markers
+	top := lane + faultH + chartGap
 	yOf := func(d time.Duration) float64 {
 		v := math.Log10(math.Max(d.Seconds(), 1e-3))
 		return float64(top+chartPlotH) - float64(chartPlotH)*(v-lo)/(hi-lo)
@@ -93,13 +109,7 @@ func chart(b *strings.Builder, r Result, y int) {
 	fmt.Fprintf(b, `<text x="4" y="%d" font-size="13" font-weight="bold">%s</text>`, y+16, html.EscapeString(r.Scenario))
 	fmt.Fprintf(b, `<text x="%d" y="%d">%s, seed %d: %d acquiring calls, windows of %.2fs</text>`+"\n",
 		svgLeft+200, y+16, r.Strategy, r.Seed, len(calls), step.Seconds())
-	lx := svgLeft
-	for _, l := range slices.Backward(chartLines) {
-		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2" stroke-dasharray="%s"/><text x="%d" y="%d">%s</text>`,
-			lx, top-6, lx+18, top-6, l.color, l.dash, lx+22, top-2, l.name)
-		lx += 60
-	}
-	fmt.Fprintf(b, `<text x="%d" y="%d" fill="#57606a">of redlock.acquire.duration, calls returned in the window</text>`+"\n", lx, top-2)
+	fmt.Fprintf(b, `<text x="4" y="%d" fill="#9a6700">faults</text>`+"\n", lane+11)
 
 	for e := lo; e <= hi; e++ {
 		d := time.Duration(math.Pow(10, e) * float64(time.Second))
@@ -158,10 +168,5 @@ func chart(b *strings.Builder, r Result, y int) {
 		flush()
 		b.WriteString("\n")
 	}
-	for i, f := range r.Faults {
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#bf8700" stroke-dasharray="3,2"/>`, x(f.At), top, x(f.At), bottom)
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%d" r="6" fill="#bf8700"/><text x="%.1f" y="%d" text-anchor="middle" fill="white" font-size="9">%d</text>`+"\n",
-			x(f.At), top+6, x(f.At), top+9, i+1)
-		fmt.Fprintf(b, `<text x="%d" y="%d" fill="#57606a">%d  t=%.2fs  %s</text>`+"\n", svgLeft, bottom+28+i*noteH, i+1, f.At.Seconds(), html.EscapeString(f.What))
-	}
+	drawFaults(b, r.Faults, x, lane+8, bottom, bottom+28)
 }

@@ -357,6 +357,9 @@ func (r *run) execute(ctx context.Context) Result {
 		rdb.Close()
 	}
 	r.closeNodes()
+	// The node calls that the Clients abandoned end once their connections closed; let them
+	// (a moment of virtual time inside a testing/synctest bubble, which must end without them).
+	time.Sleep(10 * time.Millisecond)
 
 	res := r.result(finished)
 	res.Elapsed = elapsed

@@ -12,7 +12,8 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// A Strategy is a way to lock: this module's redlock, or one of the seeds' naive locks.
+// A Strategy is a way to lock: this module's redlock, or a simpler lock as blog posts and
+// other libraries write it, run here to show the failure it cannot survive.
 type Strategy string
 
 const (
@@ -21,19 +22,19 @@ const (
 	// RedlockFencing is Redlock made WithFencing: every write to the store carries the lock's
 	// fencing token, and the store refuses one lower than the highest it has seen.
 	RedlockFencing Strategy = "redlock+fencing"
-	// NaiveGetset is seed 000's lock on one node: SET key expiry-timestamp NX PX ttl; a key
+	// GetsetTakeover is a timestamp lock on one node: SET key expiry-timestamp NX PX ttl; a key
 	// whose timestamp has passed on the caller's clock is taken over with GET then GETSET; the
 	// release is the Lua compare-and-delete.
-	NaiveGetset Strategy = "setnx-getset"
-	// NaiveGetsetDel is seed 004's lock: SETNX key expiry-timestamp (no PX), the same takeover,
-	// and a release that does GET then DEL without checking whose value it got.
-	NaiveGetsetDel Strategy = "setnx-getset+get-del"
-	// SingleNode is seeds 001 and 002's lock on one node: SET key token NX PX ttl, released with
-	// the Lua compare-and-delete.
-	SingleNode Strategy = "single-set-nx-px"
-	// SingleNodeGetCompareDel is SingleNode with the release seed 002 warns against: GET,
-	// compare with the token, then DEL, as two commands.
-	SingleNodeGetCompareDel Strategy = "single-set-nx-px+get-cmp-del"
+	GetsetTakeover Strategy = "getset-takeover"
+	// GetThenDel is GetsetTakeover with no expiry on the key (SETNX key expiry-timestamp) and a
+	// release that does GET then DEL without checking whose value it got.
+	GetThenDel Strategy = "get-then-del"
+	// SingleNode is the lock on one node: SET key token NX PX ttl, released with the Lua
+	// compare-and-delete. Correct while its node keeps the key.
+	SingleNode Strategy = "single-node"
+	// GetCompareDel is SingleNode with a release in two commands: GET, compare with the token,
+	// then DEL, so the key can change hands between the two.
+	GetCompareDel Strategy = "get-compare-del"
 	// MajoritySemaphore is a semaphore over every node that admits a holder on a majority of
 	// them, whatever the permits: the rule of swarthy/redis-semaphore's RedlockSemaphore (npm).
 	// Each node admits a holder while it has fewer than the permits, by its own clock.
@@ -56,7 +57,7 @@ func (r *run) newLocker(c *client) (locker, error) {
 			opts = append(opts, redlock.WithFencing())
 		}
 		if r.metrics != nil {
-			opts = append(opts, redlock.WithObserver(r.metrics))
+			opts = append(opts, redlock.WithObserver(r.metrics.observer()))
 		}
 		lc, err := redlock.New(nodes, opts...)
 		if err != nil {
@@ -162,13 +163,14 @@ func (h redlockHolding) Fence() uint64                    { return h.l.Fence() }
 
 var errNoExtend = errors.New("simulate: this strategy cannot extend")
 
-// naive is the seeds' single-node locks, written the way the seeds write them.
+// naive is the single-node locks (GetsetTakeover, GetThenDel, SingleNode, GetCompareDel),
+// written the way blog posts write them.
 type naive struct {
 	rdb      *redis.Client
 	clock    *clientClock
 	strategy Strategy
 	owner    string        // names this client in tokens
-	poll     time.Duration // the seeds sleep a fixed time between attempts
+	poll     time.Duration // a fixed sleep between attempts, as such locks do
 	seq      int
 	// inRelease is called between the GET and the DEL of a two-command release.
 	inRelease func()
@@ -194,7 +196,7 @@ func (n *naive) Lock(ctx context.Context, key string, ttl time.Duration) (holdin
 
 func (n *naive) try(ctx context.Context, key string, ttl time.Duration) (holding, error) {
 	switch n.strategy {
-	case SingleNode, SingleNodeGetCompareDel:
+	case SingleNode, GetCompareDel:
 		n.seq++
 		token := fmt.Sprintf("%s-%d", n.owner, n.seq)
 		ok, err := n.rdb.SetNX(ctx, key, token, ttl).Result()
@@ -202,11 +204,11 @@ func (n *naive) try(ctx context.Context, key string, ttl time.Duration) (holding
 			return nil, err
 		}
 		return &naiveHolding{n: n, key: key, value: token}, nil
-	default: // the timestamp locks of seeds 000 and 004
+	default: // the timestamp locks: GetsetTakeover, GetThenDel
 		expiry := strconv.FormatInt(n.clock.now().Add(ttl).UnixMilli(), 10)
 		px := ttl
-		if n.strategy == NaiveGetsetDel {
-			px = 0 // seed 004 sets no expiry on the key
+		if n.strategy == GetThenDel {
+			px = 0 // no expiry on the key: only the timestamp ends it
 		}
 		ok, err := n.rdb.SetNX(ctx, key, expiry, px).Result()
 		if err != nil {
@@ -245,13 +247,13 @@ func (h *naiveHolding) Fence() uint64                               { return 0 }
 func (h *naiveHolding) Unlock(ctx context.Context) error {
 	rdb := h.n.rdb
 	switch h.n.strategy {
-	case NaiveGetsetDel: // seed 004: anyone's value will do
+	case GetThenDel: // anyone's value will do
 		if v, err := rdb.Get(ctx, h.key).Result(); err != nil || v == "" {
 			return err
 		}
 		h.n.inRelease()
 		return rdb.Del(ctx, h.key).Err()
-	case SingleNodeGetCompareDel: // seed 002's race: the key may change hands between the two
+	case GetCompareDel: // the key may change hands between the two
 		if v, err := rdb.Get(ctx, h.key).Result(); err != nil || v != h.value {
 			return err
 		}

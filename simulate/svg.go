@@ -16,34 +16,53 @@ const (
 	laneH     = 22 // one client
 	faultH    = 16 // the lane of fault markers
 	panelHead = 26 // the panel's title
-	noteH     = 14 // one line of the fault legend
+	noteH     = 14 // one line of the list of faults
 	panelGap  = 18 // between panels
 )
 
 // WriteSVG draws each result as a panel: a lane per client with its holdings (light: from
 // acquiring to releasing; dark: from reading the stock to writing it), the faults as numbered
-// markers, and the overlapping critical sections in red.
+// markers, and the overlapping critical sections in red, under a legend of these.
 func WriteSVG(w io.Writer, rs []Result) error {
-	return writeDoc(w, rs, panelHeight, panel, "")
+	return picture{legend: timelineLegend, height: panelHeight, draw: panel}.write(w, rs)
 }
 
-// writeDoc writes an SVG document of one panel per result, stacked, each height(r) high and
-// drawn by draw at its top y; with no results it says empty.
-func writeDoc(w io.Writer, rs []Result, height func(Result) int, draw func(*strings.Builder, Result, int), empty string) error {
+// timelineLegend explains the marks of the timeline.
+var timelineLegend = []legendItem{
+	{mark: markBar, color: "#b6e3ff", text: "holds the lock (acquired to released)"},
+	{mark: markBar, color: "#0969da", text: "critical section (stock read to written)"},
+	{mark: markBar, color: "#8c959f", text: "section given up (validity used up)"},
+	{mark: markBar, color: "#cf222e", text: "overlap: two held at once"},
+	{mark: markFault, color: "#bf8700", text: "fault n, listed under its panel"},
+	{mark: markNone, text: "times in scenario seconds (TTL 10 s)"},
+}
+
+// A picture is one of the simulator's SVG documents: a legend, then a panel per result, stacked,
+// each height(r) high and drawn by draw at its top y; with no results it says empty.
+type picture struct {
+	legend []legendItem
+	height func(Result) int
+	draw   func(b *strings.Builder, r Result, y int)
+	empty  string
+}
+
+func (p picture) write(w io.Writer, rs []Result) error {
+	var legend strings.Builder
+	y := drawLegend(&legend, p.legend)
+	total := y
+	for _, r := range rs {
+		total += p.height(r) + panelGap
+	}
 	var b strings.Builder
-	total := 0
-	for _, r := range rs {
-		total += height(r) + panelGap
-	}
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="monospace" font-size="11">`+"\n", svgWidth, max(total, 40))
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="monospace" font-size="11">`+"\n", svgWidth, max(total, y+40))
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
-	if len(rs) == 0 && empty != "" {
-		fmt.Fprintf(&b, `<text x="8" y="24">%s</text>`+"\n", empty)
+	b.WriteString(legend.String())
+	if len(rs) == 0 && p.empty != "" {
+		fmt.Fprintf(&b, `<text x="8" y="%d">%s</text>`+"\n", y+24, p.empty)
 	}
-	y := 0
 	for _, r := range rs {
-		draw(&b, r, y)
-		y += height(r) + panelGap
+		p.draw(&b, r, y)
+		y += p.height(r) + panelGap
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
@@ -107,10 +126,5 @@ func panel(b *strings.Builder, r Result, y int) {
 				x(o.From), lanes+s.Client*laneH+3, width(o.From, o.To), laneH-6, o.From.Seconds(), o.To.Seconds())
 		}
 	}
-	for i, f := range r.Faults {
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#bf8700" stroke-dasharray="3,2"/>`, x(f.At), top+2, x(f.At), bottom)
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%d" r="6" fill="#bf8700"/><text x="%.1f" y="%d" text-anchor="middle" fill="white" font-size="9">%d</text>`+"\n",
-			x(f.At), top+8, x(f.At), top+11, i+1)
-		fmt.Fprintf(b, `<text x="%d" y="%d" fill="#57606a">%d  t=%.2fs  %s</text>`+"\n", svgLeft, bottom+28+i*noteH, i+1, f.At.Seconds(), html.EscapeString(f.What))
-	}
+	drawFaults(b, r.Faults, x, top+8, bottom, bottom+28)
 }

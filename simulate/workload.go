@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// A store is the resource the lock protects: the seeds' flash-sale stock, kept by the
-// simulator in memory so that every read and write is stamped in true time. A write carries the
-// version its writer read; a write over a newer version is a lost update.
+// A store is the resource the lock protects: a flash sale's stock, kept by the simulator in
+// memory so that every read and write is stamped in true time. A write carries the version its
+// writer read; a write over a newer version is a lost update.
 type store struct {
 	mu          sync.Mutex
 	initial     int

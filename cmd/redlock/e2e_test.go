@@ -25,26 +25,41 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// binary is the redlock command built once for the end-to-end tests.
-var binary string
+// The redlock command, built with -race by the first end-to-end test that runs it (redlockBinary),
+// into binaryDir; a selection of tests that runs none of them (go test -run Example) builds nothing.
+var (
+	buildBinary sync.Once
+	binaryDir   string
+	binary      string
+	buildErr    error
+)
+
+// redlockBinary returns the path of the built command, building it on the first call; it fails
+// t when the build fails.
+func redlockBinary(t *testing.T) string {
+	t.Helper()
+	buildBinary.Do(func() {
+		if binaryDir, buildErr = os.MkdirTemp("", "redlock-e2e"); buildErr != nil {
+			return
+		}
+		binary = filepath.Join(binaryDir, "redlock")
+		out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building redlock: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
 
 func TestMain(m *testing.M) {
 	redistest.Quiet()
-	dir, err := os.MkdirTemp("", "redlock-e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "redlock")
-	build := exec.Command("go", "build", "-race", "-o", binary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building redlock:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if binaryDir != "" {
+		os.RemoveAll(binaryDir)
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -113,7 +128,7 @@ type proc struct {
 // start runs the command with args; the test fails if it has not ended after a minute.
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	r := &proc{cmd: exec.Command(binary, args...), stdout: newLineBuffer(), stderr: newLineBuffer(), done: make(chan struct{})}
+	r := &proc{cmd: exec.Command(redlockBinary(t), args...), stdout: newLineBuffer(), stderr: newLineBuffer(), done: make(chan struct{})}
 	r.cmd.Env = append(os.Environ(), env...)
 	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
 	if err := r.cmd.Start(); err != nil {
@@ -224,7 +239,7 @@ func TestExecPassesExitStatusAndReleases(t *testing.T) {
 	c := startCluster(t)
 	// The command sees the lock held while it runs (on 2 or 3 nodes: Lock returns at a quorum,
 	// and the third SET may still be in flight under load).
-	script := fmt.Sprintf(`%s status --key job | grep -q "verdict: held on a quorum ([23]/3 nodes)" || exit 99; exit 7`, binary)
+	script := fmt.Sprintf(`%s status --key job | grep -q "verdict: held on a quorum ([23]/3 nodes)" || exit 99; exit 7`, redlockBinary(t))
 	code, stdout, stderr := runCmd(t, []string{"REDLOCK_NODES=" + c.nodes}, "exec", "--key", "job", "--ttl", "5s", "--", "sh", "-c", script)
 	if code != 7 {
 		t.Fatalf("exit status %d, want the command's 7\nstdout: %s\nstderr: %s", code, stdout, stderr)

@@ -14,8 +14,8 @@ import (
 
 func TestSimulateRealMissingServer(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "simulate", "-backend", "real", "-redis-server", "/nonexistent/redis-server", "-scenario", "no-faults")
-	if code != 2 || stdout != "" || !strings.Contains(stderr, simulate.InstallHint) {
-		t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and the install line", code, stdout, stderr)
+	if code != 2 || stdout != "" || !strings.Contains(stderr, simulate.InstallHint) || !strings.HasPrefix(stderr, "redlock simulate: the real backend") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and the install line, prefixed once", code, stdout, stderr)
 	}
 }
 
@@ -46,7 +46,7 @@ func TestSimulateRealInterrupted(t *testing.T) {
 	var out, errOut bytes.Buffer
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, []string{"simulate", "-backend", "real", "-scenario", "seed00[24]-*", "-seed", "1"}, &out, &errOut)
+		done <- run(ctx, []string{"simulate", "-backend", "real", "-scenario", "get-*-release", "-seed", "1"}, &out, &errOut)
 	}()
 	// Wait until the servers run, then interrupt: both scenarios take seconds.
 	for deadline := time.Now().Add(10 * time.Second); len(redistest.ServerChildren()) < 2; time.Sleep(5 * time.Millisecond) {

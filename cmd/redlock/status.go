@@ -12,9 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/quorumlock/redlock/internal/keyslot"
 )
 
 // nodeStatus is what one node says about the key.
@@ -80,7 +79,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 
-	st := inspect(ctx, vcs, nodes, nf.prefix+nf.key, nf.nodeTimeout)
+	names, err := wire.NewNames(nf.prefix)
+	if err != nil {
+		return commandLineError(fs, err, stdout, stderr)
+	}
+	st := inspect(ctx, vcs, nodes, stored{names, nf.key}, nf.nodeTimeout)
 	st.Key, st.Cluster = nf.key, cluster
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -115,8 +118,21 @@ func parseStatusArgs(fs *flag.FlagSet, nf *nodeFlags, args []string) ([]node, er
 	return nf.parse()
 }
 
+// stored names a lock's keys on the nodes.
+type stored struct {
+	names wire.Names
+	key   string
+}
+
+// on returns name with the tag of a vote of --cluster, if any, after the prefix, as the vote
+// puts it.
+func (s stored) on(tag, name string) string {
+	n := len(s.names.Prefix())
+	return name[:n] + tag + name[n:]
+}
+
 // inspect reads the key and its TTL from every node at once and weighs the answers.
-func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stored string, timeout time.Duration) lockStatus {
+func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stored stored, timeout time.Duration) lockStatus {
 	st := lockStatus{Quorum: len(cs)/2 + 1, Nodes: make([]nodeStatus, len(cs))}
 	done := make(chan struct{})
 	for i, c := range cs {
@@ -160,17 +176,18 @@ func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stor
 	return st
 }
 
-// inspectNode reads the key from node n through c; n.tag, not empty for a vote of --cluster,
-// is put before every key as the vote puts it.
-func inspectNode(ctx context.Context, c redis.UniversalClient, n node, stored string, timeout time.Duration) nodeStatus {
+// inspectNode reads the key from node n through c; n.tag is that of a vote of --cluster, or
+// empty.
+func inspectNode(ctx context.Context, c redis.UniversalClient, n node, stored stored, timeout time.Duration) nodeStatus {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var get, fence *redis.StringCmd
 	var pttl *redis.DurationCmd
 	_, err := c.Pipelined(rctx, func(p redis.Pipeliner) error {
-		get = p.Get(rctx, n.tag+stored)
-		pttl = p.PTTL(rctx, n.tag+stored)
-		fence = p.Get(rctx, n.tag+keyslot.Companion("fence", stored)) // the library's counter for fenced locks
+		key := stored.on(n.tag, stored.names.Key(stored.key))
+		get = p.Get(rctx, key)
+		pttl = p.PTTL(rctx, key)
+		fence = p.Get(rctx, stored.on(n.tag, stored.names.Companion("fence", stored.key))) // the library's counter for fenced locks
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {

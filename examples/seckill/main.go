@@ -1,12 +1,12 @@
-// Command seckill is the seed documents' flash sale ("秒杀") in Go: an HTTP service that sells a
-// few items from a stock in Redis, one lock per order, and a load generator shaped like their
-// `ab -n500 -c100`. It runs the sale with this library's lock and with the seeds' naive lock,
-// and prints what was accepted, what is left and what was oversold.
+// Command seckill is a flash sale ("秒杀", seckill) in Go: an HTTP service that sells a few
+// items from a stock in Redis, one lock per order, and a load generator shaped like
+// `ab -n500 -c100`. It runs the sale with this library's lock and with the naive lock that
+// flash-sale tutorials show, and prints what was accepted, what is left and what was oversold.
 //
 //	go run ./examples/seckill -nodes 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
 //
 // Each order does -work of work between reading and writing the stock, longer than the lock's
-// -ttl: the seeds' lock expires mid-order and lets the next buyer read the same stock; this
+// -ttl: the naive lock expires mid-order and lets the next buyer read the same stock; this
 // library keeps its lock extended while the order runs.
 package main
 

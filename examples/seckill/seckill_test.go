@@ -16,8 +16,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// The seeds' flash sale, 500 requests 100 at a time, each order working longer than the lock's
-// ttl: this library sells exactly the stock; the seeds' lock oversells.
+// The flash sale, 500 requests 100 at a time, each order working longer than the lock's ttl:
+// this library sells exactly the stock; the naive lock oversells.
 func TestFlashSale(t *testing.T) {
 	nodes := redistest.Clients(t, redistest.Addrs(redistest.StartN(t, 3))...)
 	cfg := Config{Nodes: nodes, Store: nodes[0], Stock: 3, Requests: 500, Concurrency: 100,
@@ -49,6 +49,6 @@ func TestFlashSale(t *testing.T) {
 	}
 	t.Logf("\n%s", out.String())
 	if rep.Oversold <= 0 {
-		t.Fatalf("naive: %+v %+v: the seeds' lock should oversell when an order outlasts its ttl", rep, load)
+		t.Fatalf("naive: %+v %+v: the naive lock should oversell when an order outlasts its ttl", rep, load)
 	}
 }

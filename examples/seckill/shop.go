@@ -21,9 +21,10 @@ type Locker interface {
 	WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error
 }
 
-// A Shop sells one item from a stock kept in Redis, as the seeds' order endpoint does: take the
-// lock, read the stock, do the order's work (payment, shipping, ...), write stock-1, record the
-// order. Without a working lock two buyers read the same stock and one sale is lost: oversold.
+// A Shop sells one item from a stock kept in Redis, as a flash sale's order endpoint does: take
+// the lock, read the stock, do the order's work (payment, shipping, ...), write stock-1, record
+// the order. Without a working lock two buyers read the same stock and one sale is lost:
+// oversold.
 type Shop struct {
 	Store  redis.UniversalClient // where the stock and the orders live
 	Locker Locker
@@ -132,9 +133,9 @@ func (r Redlock) WithLock(ctx context.Context, key string, fn func(ctx context.C
 	return r.Client.Do(ctx, key, r.TTL, fn)
 }
 
-// Naive is the seeds' lock on one Redis node: SETNX, then EXPIRE in a second command; poll
-// until it succeeds; release by GET, compare, DEL in three steps. Nothing extends it and
-// nothing tells the holder it expired.
+// Naive is the lock flash-sale tutorials show, on one Redis node: SETNX, then EXPIRE in a
+// second command; poll until it succeeds; release by GET, compare, DEL in three steps. Nothing
+// extends it and nothing tells the holder it expired.
 type Naive struct {
 	Store redis.UniversalClient
 	TTL   time.Duration

@@ -1,7 +1,7 @@
-// Package keyslot names keys the way Redis Cluster places them. A cluster stores a key in one
-// of 16384 hash slots, and a script may only touch keys of one slot, so every key a lock uses
-// beside its own (the waiters' queue, the fencing counter, the keys of the other primitives) is
-// named by Companion, in the lock key's slot.
+// Package keyslot computes where Redis Cluster places keys. A cluster stores a key in one of
+// 16384 hash slots, and a script may only touch keys of one slot, so every key a lock uses
+// beside its own is named in the lock key's slot (package wire), and the votes of NewCluster
+// are hash tags of slots on distinct masters (Votes).
 package keyslot
 
 import (
@@ -39,26 +39,6 @@ func Of(key string) int {
 		}
 	}
 	return int(crc % Slots)
-}
-
-// Companion names the key of the given kind ("queue", "fence", ...) that belongs to the lock
-// key stored (with the Client's prefix), so that both live in one hash slot:
-//
-//   - a key whose whole text is hashed and that has no "}": kind:{key}, e.g. "queue:{orders}";
-//   - a key with a hash tag: kind:{tag}key, e.g. "queue:{user:7}{user:7}:profile";
-//   - a key whose whole text is hashed but that has a "}" ("a}b", "x{}y{z}"), which could not
-//     stand between braces: kind:{t}key, t a brace-free tag of the same slot, e.g. "queue:{4w2}a}b".
-//
-// The full key is in every name, so that no two lock keys share a companion.
-func Companion(kind, stored string) string {
-	h := Hashed(stored)
-	switch {
-	case h == stored && !strings.Contains(stored, "}"):
-		return kind + ":{" + stored + "}"
-	case h == stored:
-		h = Tag(Of(stored))
-	}
-	return kind + ":{" + h + "}" + stored
 }
 
 var (

@@ -28,24 +28,6 @@ func TestSlot(t *testing.T) {
 	}
 }
 
-func TestCompanion(t *testing.T) {
-	for _, tc := range []struct{ key, want string }{
-		{"orders", "queue:{orders}"},
-		{"{user:7}:profile", "queue:{user:7}{user:7}:profile"},
-		{"a{b}c{d}", "queue:{b}a{b}c{d}"},
-		{"pre:{tenant}:k", "queue:{tenant}pre:{tenant}:k"},
-		{"a{b", "queue:{a{b}"},
-		{"a}b", "queue:{4w2}a}b"},
-		{"x{}y{z}", "queue:{5t6}x{}y{z}"},
-		{"{}", "queue:{" + Tag(Of("{}")) + "}{}"},
-	} {
-		if got := Companion("queue", tc.key); got != tc.want {
-			t.Errorf("Companion(queue, %q) = %q, want %q", tc.key, got, tc.want)
-		}
-		checkCompanion(t, tc.key)
-	}
-}
-
 func TestTagsCoverEverySlot(t *testing.T) {
 	for s := range Slots {
 		tag := Tag(s)
@@ -54,39 +36,6 @@ func TestTagsCoverEverySlot(t *testing.T) {
 		}
 		if tag == "" || strings.ContainsAny(tag, "{}") || Of(tag) != s {
 			t.Fatalf("Tag(%d) = %q, of slot %d", s, tag, Of(tag))
-		}
-	}
-}
-
-func FuzzCompanion(f *testing.F) {
-	for _, k := range []string{"k", "{a}b", "a}b", "x{}y{z}", "{", "}", "{}", "{{}}", "a{b}}c"} {
-		f.Add(k)
-	}
-	f.Fuzz(func(t *testing.T, key string) {
-		if key == "" {
-			return
-		}
-		checkCompanion(t, key)
-	})
-}
-
-// checkCompanion checks that key's companions share its slot and name key alone.
-func checkCompanion(t *testing.T, key string) {
-	t.Helper()
-	for _, kind := range []string{"queue", "fence"} {
-		name := Companion(kind, key)
-		if Of(name) != Of(key) {
-			t.Errorf("Companion(%s, %q) = %q: slot %d, the key's %d", kind, key, name, Of(name), Of(key))
-		}
-		// The name gives the key back: kind:{key}, or kind:{tag}key.
-		rest, ok := strings.CutPrefix(name, kind+":{")
-		i := strings.IndexByte(rest, '}')
-		back := rest[i+1:]
-		if back == "" {
-			back = rest[:i]
-		}
-		if !ok || i < 1 || back != key {
-			t.Errorf("Companion(%s, %q) = %q does not name the key alone", kind, key, name)
 		}
 	}
 }

@@ -36,3 +36,18 @@ func ACLClient(t testing.TB, addr, user, pass string) *redis.Client {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// StartRestricted starts a redis-server like StartACL whose user may touch only the keys that
+// match the ACL pattern keys and the channels that match channels, such as "app:*": every
+// command on anything else fails with NOPERM.
+func StartRestricted(t testing.TB, user, pass, keys, channels string) *Server {
+	t.Helper()
+	Require(t)
+	acl := []string{"--user", user, "on", ">" + pass, "~" + keys, "&" + channels, "+@all", "--user", "default", "off"}
+	s := &Server{args: acl, dir: t.TempDir(), user: user, pass: pass}
+	if err := s.listen(); err != nil {
+		t.Fatalf("redistest: start redis-server with a restricted user: %v", err)
+	}
+	t.Cleanup(s.kill)
+	return s
+}

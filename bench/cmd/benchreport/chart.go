@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -17,24 +19,64 @@ var colors = map[string]string{
 
 type bar struct {
 	label, impl string
-	value       float64
-	text        string
+	value       float64 // in the panel's quantity: µs for times
 }
+
+// A quantity is what the values of a panel measure; every label of a panel is in one unit.
+type quantity int
+
+const (
+	micros    quantity = iota // a time in µs, shown in µs, ms or s after the panel's largest
+	perSecond                 // a rate, shown as a whole number
+)
 
 type panel struct {
 	title string
 	log   bool // log10 scale, for values that span orders of magnitude
+	q     quantity
 	bars  []bar
 }
 
-// chart draws the main cases as small multiples: a panel a case, a horizontal bar a library,
-// each panel on its own scale, each bar labelled with its median.
+// labels returns the text of each bar of p, all in the unit that suits the largest value.
+func (p panel) labels() []string {
+	top := 0.0
+	for _, b := range p.bars {
+		top = max(top, b.value)
+	}
+	unit, div := "µs", 1.0
+	switch {
+	case p.q == perSecond:
+		unit = ""
+	case top >= 10_000_000:
+		unit, div = "s", 1e6
+	case top >= 10_000:
+		unit, div = "ms", 1e3
+	}
+	out := make([]string, len(p.bars))
+	for i, b := range p.bars {
+		out[i] = strings.TrimSpace(significant(b.value/div) + " " + unit)
+	}
+	return out
+}
+
+// significant writes v with three significant digits, and no decimals from 100 up.
+func significant(v float64) string {
+	decimals := 0
+	if v > 0 && v < 100 {
+		decimals = min(3, 2-int(math.Floor(math.Log10(v))))
+	}
+	return strconv.FormatFloat(v, 'f', decimals, 64)
+}
+
+// chart draws the main cases as small multiples: a panel a case, numbered once each, a
+// horizontal bar a library, each panel on its own scale and in one unit, each bar labelled
+// with its median.
 func chart(r results) string {
-	perImpl := func(c, unit string, scale float64, format func(float64) string) []bar {
+	perImpl := func(c, unit string, scale float64) []bar {
 		var bs []bar
 		for _, im := range r.impls(c) {
 			if v, ok := r.median(c, im, unit); ok {
-				bs = append(bs, bar{im, im, v * scale, format(v)})
+				bs = append(bs, bar{im, im, v * scale})
 			}
 		}
 		return bs
@@ -43,18 +85,19 @@ func chart(r results) string {
 	for _, n := range []int{3, 5, 7} {
 		for _, im := range r.impls(caseNodes(n)) {
 			if v, ok := r.median(caseNodes(n), im, "ns/op"); ok {
-				nodes = append(nodes, bar{fmt.Sprintf("%s, N = %d", im, n), im, v, nsAsUS(v)})
+				nodes = append(nodes, bar{fmt.Sprintf("%s, N = %d", im, n), im, v / 1000})
 			}
 		}
 	}
 	panels := []panel{
-		{title: "1. Uncontended Lock+Unlock, serial: time/op (shorter is better)", bars: perImpl(caseSerial, "ns/op", 1, nsAsUS)},
-		{title: "1. Uncontended Lock+Unlock, parallel: time/op", bars: perImpl(caseParallel, "ns/op", 1, nsAsUS)},
-		{title: "2. One node 20 ms away: lock p99 (log scale)", log: true, bars: perImpl(caseSlow, "lock-p99-us", 1, us)},
-		{title: "3. Contended, 8 clients on one key: acquisitions/s (longer is better)", bars: perImpl(caseContended8, "acq/s", 1, count)},
-		{title: "3. Contended, 8 clients: wait p99 (log scale)", log: true, bars: perImpl(caseContended8, "wait-p99-us", 1, us)},
-		{title: "4. Serial Lock+Unlock on N nodes: time/op", bars: nodes},
+		{title: "Uncontended Lock+Unlock, serial: time/op (shorter is better)", bars: perImpl(caseSerial, "ns/op", 1e-3)},
+		{title: "Uncontended Lock+Unlock, parallel: time/op", bars: perImpl(caseParallel, "ns/op", 1e-3)},
+		{title: "One node 20 ms away: lock p99 (log scale)", log: true, bars: perImpl(caseSlow, "lock-p99-us", 1)},
+		{title: "Contended, 8 clients on one key: acquisitions/s (longer is better)", q: perSecond, bars: perImpl(caseContended8, "acq/s", 1)},
+		{title: "Contended, 8 clients: wait p99 (log scale)", log: true, bars: perImpl(caseContended8, "wait-p99-us", 1)},
+		{title: "Serial Lock+Unlock on N nodes: time/op", bars: nodes},
 	}
+	panels = slices.DeleteFunc(panels, func(p panel) bool { return len(p.bars) == 0 })
 
 	const (
 		width, labelW, barW = 900, 190, 560
@@ -62,21 +105,19 @@ func chart(r results) string {
 	)
 	var body strings.Builder
 	y := 10
-	for _, p := range panels {
-		if len(p.bars) == 0 {
-			continue
-		}
-		fmt.Fprintf(&body, "<text x=\"0\" y=\"%d\" font-weight=\"bold\">%s</text>\n", y+16, html.EscapeString(p.title))
+	for n, p := range panels {
+		fmt.Fprintf(&body, "<text x=\"0\" y=\"%d\" font-weight=\"bold\">%d. %s</text>\n", y+16, n+1, html.EscapeString(p.title))
 		y += titleH
 		scale := linear(p.bars)
 		if p.log {
 			scale = logarithmic(p.bars)
 		}
-		for _, b := range p.bars {
+		labels := p.labels()
+		for i, b := range p.bars {
 			w := max(2, scale(b.value)*barW)
 			fmt.Fprintf(&body, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", labelW-8, y+barH-3, html.EscapeString(b.label))
 			fmt.Fprintf(&body, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", labelW, y, w, barH, colors[b.impl])
-			fmt.Fprintf(&body, "<text x=\"%.1f\" y=\"%d\">%s</text>\n", float64(labelW)+w+6, y+barH-3, html.EscapeString(b.text))
+			fmt.Fprintf(&body, "<text x=\"%.1f\" y=\"%d\">%s</text>\n", float64(labelW)+w+6, y+barH-3, html.EscapeString(labels[i]))
 			y += barH + gap
 		}
 		y += 14

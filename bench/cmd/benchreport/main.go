@@ -1,7 +1,8 @@
 // Command benchreport writes bench/BENCHMARKS.md and its SVG chart from what make bench left
 // in the results directory: raw.txt (go test -bench output of every round), benchstat.txt
 // (benchstat's summary of raw.txt) and machine.txt (key: value lines about the run). Every
-// figure in the page is a median over the rounds, computed here from raw.txt.
+// figure in the page is a median over the rounds, computed here from raw.txt, except those of
+// case 6, which are also shown round by round.
 package main
 
 import (
@@ -25,7 +26,7 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("benchreport: ")
 
-	res, err := parseRaw(filepath.Join(*dir, "raw.txt"))
+	res, runs, err := parseRaw(filepath.Join(*dir, "raw.txt"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func main() {
 	if err := os.WriteFile(*svg, []byte(chart(res)), 0o644); err != nil {
 		log.Fatal(err)
 	}
-	page := render(res, string(machine), string(stat), string(limits), filepath.Base(*svg))
+	page := render(res, runs, string(machine), string(stat), string(limits), filepath.Base(*svg))
 	if err := os.WriteFile(*out, []byte(page), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -56,15 +57,33 @@ func main() {
 // the benchmark name without its impl=... element and GOMAXPROCS suffix.
 type results map[string]map[string]map[string][]float64
 
-func parseRaw(path string) (results, error) {
+// add appends a sample.
+func (r results) add(c, impl, unit string, v float64) {
+	if r[c] == nil {
+		r[c] = map[string]map[string][]float64{}
+	}
+	if r[c][impl] == nil {
+		r[c][impl] = map[string][]float64{}
+	}
+	r[c][impl][unit] = append(r[c][impl][unit], v)
+}
+
+// parseRaw returns every sample of raw.txt, and the samples of each run of the test binary
+// apart, in order (a run begins with the "goos:" line go test prints first). run.sh runs
+// each case in a process of its own once a round, so a case's runs are its rounds.
+func parseRaw(path string) (results, []results, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	res := results{}
+	var runs []results
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "goos:") {
+			runs = append(runs, results{})
+		}
 		fields := strings.Fields(sc.Text())
 		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") || len(fields)%2 != 0 {
 			continue
@@ -88,24 +107,22 @@ func parseRaw(path string) (results, error) {
 			continue
 		}
 		c := strings.Join(parts, "/")
-		if res[c] == nil {
-			res[c] = map[string]map[string][]float64{}
-		}
-		if res[c][impl] == nil {
-			res[c][impl] = map[string][]float64{}
+		if runs == nil { // a file without go test's header: one run
+			runs = append(runs, results{})
 		}
 		for i := 2; i+1 < len(fields); i += 2 {
 			v, err := strconv.ParseFloat(fields[i], 64)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %q: %v", path, sc.Text(), err)
+				return nil, nil, fmt.Errorf("%s: %q: %v", path, sc.Text(), err)
 			}
-			res[c][impl][fields[i+1]] = append(res[c][impl][fields[i+1]], v)
+			res.add(c, impl, fields[i+1], v)
+			runs[len(runs)-1].add(c, impl, fields[i+1], v)
 		}
 	}
 	if len(res) == 0 {
-		return nil, fmt.Errorf("%s: no benchmark results", path)
+		return nil, nil, fmt.Errorf("%s: no benchmark results", path)
 	}
-	return res, sc.Err()
+	return res, runs, sc.Err()
 }
 
 // median returns the median of the case's samples for impl and unit, and false when there is

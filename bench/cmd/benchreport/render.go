@@ -94,7 +94,9 @@ func (t tableWriter) header(cells ...string) {
 	t.row(sep...)
 }
 
-func render(r results, machine, stat, limits, svg string) string {
+// render writes the page from every sample (r) and the samples of each run of the test
+// binary apart (runs), which case 6 compares round by round.
+func render(r results, runs []results, machine, stat, limits, svg string) string {
 	var b strings.Builder
 	t := tableWriter{&b}
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -118,9 +120,9 @@ func render(r results, machine, stat, limits, svg string) string {
 	p("\n## What runs\n\n")
 	p("Five (three, five, seven for case 4) local `redis-server` processes on loopback ports, ")
 	p("started by the benchmark; go-redis v9 clients with go-redis's defaults, new ones for each ")
-	p("library; a TTL of 8 s (redsync's default) everywhere; a fresh key for every operation of ")
-	p("the uncontended cases (made before the timer starts), one key for the whole window of the ")
-	p("contended case.\n\n")
+	p("library; a TTL of 8 s (redsync's default) everywhere but in case 6 (1 s); a fresh key for ")
+	p("every operation of the uncontended cases (made before the timer starts), one key for the ")
+	p("whole window of the contended cases.\n\n")
 	p("- **floor**: the least work any go-redis Redlock must do, written in `bench/floor_test.go`: ")
 	p("`SET NX PX` to every node at once (a goroutine each), a decision at the first majority, ")
 	p("`EVALSHA` compare-and-delete on the nodes taken (late ones once their reply comes). No ")
@@ -147,6 +149,9 @@ func render(r results, machine, stat, limits, svg string) string {
 		p("%s as often as redsync (%s against %s acquisitions/s).\n", fmtRatio(acq1, 1),
 			r.cell(caseContended, ours, "acq/s", count), r.cell(caseContended, redsync, "acq/s", count))
 	}
+
+	grays := grayRounds(runs)
+	grayTargetsSection(&b, grays)
 
 	p("\n## Chart\n\n![medians of the main cases](%s)\n\n", svg)
 
@@ -227,6 +232,8 @@ func render(r results, machine, stat, limits, svg string) string {
 				r.cell(name, im, "B/op", count), r.cell(name, im, "p50-us", us), r.cell(name, im, "p99-us", us), x)
 		}
 	}
+
+	graySection(&b, r, grays)
 
 	if limits != "" {
 		p("\n## What limits it\n\n%s", limits)

@@ -100,7 +100,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, *runFor)
 		defer cancel()
 	}
-	err = contend(ctx, nodes, *clients, *ttl, *work, redlockotel.Instrument(redlockotel.WithMeterProvider(mp)))
+	obs, err := redlockotel.Observer(redlockotel.WithMeterProvider(mp))
+	if err != nil {
+		return err
+	}
+	err = contend(ctx, nodes, *clients, *ttl, *work, redlock.WithObserver(obs))
 	srv.Shutdown(context.Background())
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)

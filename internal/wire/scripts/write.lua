@@ -1,7 +1,7 @@
--- RWMutex, write lock (after holders.lua): KEYS[1] is the writer's key, KEYS[2] the readers,
--- KEYS[3] the mark of a waiting writer. SET KEYS[1] to token ARGV[1] for ARGV[2] ms when no
--- writer and no live reader holds the lock. Otherwise a waiting writer, ARGV[3] (not "": only a
--- waiting Lock call names itself), marks the lock for ARGV[2] ms unless another waiting writer
+-- RWMutex, write lock (after holders.lua). KEYS: the writer's key, the readers, the mark of a
+-- waiting writer. ARGV: the token, the ttl in ms, the waiting writer's name ("" for none).
+-- Sets the writer's key to the token for the ttl when no writer and no live reader holds the
+-- lock. Otherwise a waiting writer marks the lock for the ttl unless another waiting writer
 -- has: new readers then wait. Getting the lock takes its own mark away.
 -- Returns {1} when set, {0} otherwise.
 if redis.call("EXISTS", KEYS[1]) == 1 or live(KEYS[2], now_ms()) > 0 then

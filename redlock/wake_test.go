@@ -11,11 +11,10 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// A release hands the key over to the first waiter in the queue only while that waiter is
-// still there: one whose Client stopped listening (a crashed process, here a closed Client)
-// is passed over, and one that gave up left the queue. Either way the next waiter gets the key
-// at once, not after the first one's ttl (a minute) and not by its timer (an hour).
-func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
+// A release wakes the first waiter in line only while that waiter is still there: one whose
+// Client closed, or that gave up, left the line. Either way the next waiter gets the key at
+// once, not by its timer (an hour).
+func TestRealServersReleaseSkipsWaitersThatAreGone(t *testing.T) {
 	ss := redistest.StartN(t, 3)
 	addrs := redistest.Addrs(ss)
 	nodes := redistest.Clients(t, addrs...)
@@ -34,7 +33,7 @@ func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			var got []int64
 			for _, node := range nodes {
-				c, _ := node.ZCard(ctx, "queue:{"+key+"}").Result()
+				c, _ := node.ZCard(ctx, companion("queue", key)).Result()
 				got = append(got, c)
 			}
 			if slices.Min(got) == n && slices.Max(got) == n {
@@ -55,7 +54,7 @@ func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
 		{"it gave up", func(_ *redlock.Client, cancel context.CancelFunc) { cancel() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			key := "handover-" + strings.ReplaceAll(tc.name, " ", "-")
+			key := "wake-" + strings.ReplaceAll(tc.name, " ", "-")
 			held, err := newClient().Lock(ctx, key, 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
@@ -98,18 +97,14 @@ func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
 				if r.err != nil {
 					t.Fatal(r.err)
 				}
-				// A quorum handed the key over; the last node does so once the release the
-				// holder left in flight lands there.
-				for i, node := range nodes {
-					for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-						v, err := node.Get(ctx, key).Result()
-						if err == nil && v == r.l.Token() {
-							break
-						}
-						if time.Now().After(deadline) {
-							t.Fatalf("node %d holds %q (%v), not the second waiter's token %q", i, v, err, r.l.Token())
-						}
+				holding := 0
+				for _, node := range nodes {
+					if v, err := node.Get(ctx, key).Result(); err == nil && v == r.l.Token() {
+						holding++
 					}
+				}
+				if holding < 2 {
+					t.Fatalf("%d nodes hold the second waiter's token, not a quorum", holding)
 				}
 				if err := r.l.Unlock(ctx); err != nil {
 					t.Fatal(err)
@@ -133,9 +128,10 @@ func TestRealServersHandOverSkipsWaitersThatAreGone(t *testing.T) {
 	}
 }
 
-// A lock that was handed over extends, is resumed by its token from another Client, and
-// excludes TryLock until it is released.
-func TestRealServersHandedOverLockExtendsAndResumes(t *testing.T) {
+// A waiter woken by a release holds a lock like any other: a full validity from its own
+// attempt, extended, resumed by its token from another Client, and excluding TryLock until it
+// is released.
+func TestRealServersWokenWaiterHoldsAFullLock(t *testing.T) {
 	ss := redistest.StartN(t, 3)
 	addrs := redistest.Addrs(ss)
 	nodes := redistest.Clients(t, addrs...)
@@ -161,15 +157,16 @@ func TestRealServersHandedOverLockExtendsAndResumes(t *testing.T) {
 		}
 		got <- l
 	}()
-	// It failed its first attempt and is queued on every node.
-	redistest.Eventually(t, "the waiter is queued on every node", func() bool {
+	// It failed its first attempt and is in line on every node.
+	redistest.Eventually(t, "the waiter is in line on every node", func() bool {
 		for _, node := range nodes {
-			if node.ZCard(ctx, "queue:{baton}").Val() != 1 {
+			if node.ZCard(ctx, companion("queue", "baton")).Val() != 1 {
 				return false
 			}
 		}
 		return true
 	})
+	time.Sleep(time.Second)
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -177,17 +174,14 @@ func TestRealServersHandedOverLockExtendsAndResumes(t *testing.T) {
 	if l == nil {
 		return
 	}
-	if !strings.Contains(l.Token(), ".") {
-		t.Fatalf("token %q: the lock was not handed over", l.Token())
-	}
 	if left := time.Until(l.Until()); left < 9*time.Second || left > 10*time.Second {
-		t.Fatalf("handed over with %v of validity left, 1 s after the wait began", left)
+		t.Fatalf("woken with %v of validity left", left)
 	}
 	if err := l.Extend(ctx, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cs[2].TryLock(ctx, "baton", time.Second); err == nil {
-		t.Fatal("TryLock took a handed-over lock")
+		t.Fatal("TryLock took a held lock")
 	}
 	r, err := cs[2].Resume(ctx, "baton", l.Token(), 10*time.Second)
 	if err != nil {

@@ -1,0 +1,189 @@
+package wire
+
+import (
+	"strconv"
+	"time"
+)
+
+// The arguments of each script. Encode returns its KEYS and ARGV, in the order the script
+// reads them; nothing else writes a script's arguments. A key named in an announcement travels
+// in ARGV, as the Client named it, so that a node that rewrites keys (a vote of a cluster) does
+// not change it.
+
+// Acquire is acquire.lua's call: a waiter's attempt, or any attempt with fencing.
+type Acquire struct {
+	Keys   MutexKeys // Fence "" without fencing
+	Token  string
+	TTL    time.Duration
+	Waiter string        // "" for an attempt that takes no place in line
+	Place  int64         // the waiter's place: when it began waiting
+	Lease  time.Duration // how long its place lasts unless an attempt renews it
+}
+
+func (a Acquire) Encode() (keys, args []string) {
+	keys = []string{a.Keys.Lock, a.Keys.Queue, a.Keys.Leases}
+	if a.Keys.Fence != "" {
+		keys = append(keys, a.Keys.Fence)
+	}
+	return keys, []string{a.Token, Ms(a.TTL), a.Waiter, strconv.FormatInt(a.Place, 10), Ms(a.Lease)}
+}
+
+// Release is release.lua's call: Unlock's (announced on Channel) or a roll-back's (Channel "").
+// Waiter is the name of the waiter that acquired the lock ("" for none), which leaves the line
+// of every node.
+type Release struct {
+	Keys    MutexKeys
+	Token   string
+	Channel string
+	Waiter  string
+}
+
+func (r Release) Encode() (keys, args []string) {
+	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases}, []string{r.Token, r.Channel, r.Keys.Lock, r.Waiter}
+}
+
+// Leave is leave.lua's call: a waiter gives up its place.
+type Leave struct {
+	Keys    MutexKeys
+	Waiter  string
+	Channel string
+}
+
+func (l Leave) Encode() (keys, args []string) {
+	return []string{l.Keys.Lock, l.Keys.Queue, l.Keys.Leases}, []string{l.Waiter, l.Channel, l.Keys.Lock}
+}
+
+// Extend is extend.lua's call, for a lock key (a mutex's, or an RWMutex's writer).
+type Extend struct {
+	Key   string
+	Token string
+	TTL   time.Duration
+}
+
+func (e Extend) Encode() (keys, args []string) {
+	return []string{e.Key}, []string{e.Token, Ms(e.TTL)}
+}
+
+// Fence is fence.lua's call: fencing's second round.
+type Fence struct {
+	Keys  MutexKeys
+	Token string
+	Fence uint64
+}
+
+func (f Fence) Encode() (keys, args []string) {
+	return []string{f.Keys.Lock, f.Keys.Fence}, []string{f.Token, strconv.FormatUint(f.Fence, 10)}
+}
+
+// SemaphoreAcquire is semaphore.lua's call.
+type SemaphoreAcquire struct {
+	Keys    SemaphoreKeys
+	Token   string
+	TTL     time.Duration
+	Permits int
+}
+
+func (s SemaphoreAcquire) Encode() (keys, args []string) {
+	return []string{s.Keys.Holders}, []string{s.Token, Ms(s.TTL), strconv.Itoa(s.Permits)}
+}
+
+// HoldersExtend is holders_extend.lua's call: a semaphore's holder or an RWMutex's reader.
+type HoldersExtend struct {
+	Holders string
+	Token   string
+	TTL     time.Duration
+}
+
+func (h HoldersExtend) Encode() (keys, args []string) {
+	return []string{h.Holders}, []string{h.Token, Ms(h.TTL)}
+}
+
+// HoldersRelease is holders_release.lua's call, announced as Announce on Channel ("" for none).
+type HoldersRelease struct {
+	Holders  string
+	Token    string
+	Channel  string
+	Announce string
+}
+
+func (h HoldersRelease) Encode() (keys, args []string) {
+	return []string{h.Holders}, []string{h.Token, h.Channel, h.Announce}
+}
+
+// ReadAcquire is read.lua's call.
+type ReadAcquire struct {
+	Keys  RWMutexKeys
+	Token string
+	TTL   time.Duration
+}
+
+func (r ReadAcquire) Encode() (keys, args []string) {
+	return []string{r.Keys.Writer, r.Keys.Readers, r.Keys.Mark}, []string{r.Token, Ms(r.TTL)}
+}
+
+// WriteAcquire is write.lua's call; a waiting writer names itself and marks the lock.
+type WriteAcquire struct {
+	Keys   RWMutexKeys
+	Token  string
+	TTL    time.Duration
+	Waiter string // "" for an attempt that does not wait
+}
+
+func (w WriteAcquire) Encode() (keys, args []string) {
+	return []string{w.Keys.Writer, w.Keys.Readers, w.Keys.Mark}, []string{w.Token, Ms(w.TTL), w.Waiter}
+}
+
+// WriteRelease is write_release.lua's call; Waiter is the name of the waiting writer that
+// acquired, whose mark goes ("" for none).
+type WriteRelease struct {
+	Keys    RWMutexKeys
+	Token   string
+	Channel string
+	Waiter  string
+}
+
+func (w WriteRelease) Encode() (keys, args []string) {
+	return []string{w.Keys.Writer, w.Keys.Mark}, []string{w.Token, w.Channel, w.Keys.Writer, w.Waiter}
+}
+
+// WriteAbandon is write_abandon.lua's call: a waiting writer gives up.
+type WriteAbandon struct {
+	Keys    RWMutexKeys
+	Waiter  string
+	Channel string
+}
+
+func (w WriteAbandon) Encode() (keys, args []string) {
+	return []string{w.Keys.Mark}, []string{w.Waiter, w.Channel, w.Keys.Writer}
+}
+
+// MultiAcquire is multi_acquire.lua's call, and MultiExtend multi_extend.lua's: the same
+// arguments.
+type MultiAcquire struct {
+	Keys  []string // the lock keys
+	Token string
+	TTL   time.Duration
+}
+
+func (m MultiAcquire) Encode() (keys, args []string) {
+	return m.Keys, []string{m.Token, Ms(m.TTL)}
+}
+
+// MultiRelease is multi_release.lua's call.
+type MultiRelease struct {
+	Locks   []MutexKeys
+	Token   string
+	Channel string
+}
+
+func (m MultiRelease) Encode() (keys, args []string) {
+	n := len(m.Locks)
+	keys = make([]string, 3*n)
+	args = make([]string, 2, 2+n)
+	args[0], args[1] = m.Token, m.Channel
+	for i, k := range m.Locks {
+		keys[i], keys[n+i], keys[2*n+i] = k.Lock, k.Queue, k.Leases
+		args = append(args, k.Lock)
+	}
+	return keys, args
+}

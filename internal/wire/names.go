@@ -1,0 +1,132 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/quorumlock/redlock/internal/keyslot"
+)
+
+// Reserved starts the name of every key and channel of the library's own beside the lock keys
+// (after the prefix): no key a user names may start with it, so no lock key is ever another's
+// companion.
+const Reserved = "~redlock:"
+
+// Names names the keys and channels of a Client whose keys have a prefix. A lock key is the
+// prefix and the key as given, a plain string: what other Redlock clients store. Everything
+// else is a companion of a lock key, named under the prefix as Companion says, or a channel
+// named under the prefix too.
+type Names struct {
+	prefix string
+	tagged bool // the prefix has a hash tag: every key under it is in the tag's slot
+}
+
+// NewNames returns the names under prefix. A prefix is either free of "{" or holds a whole,
+// non-empty hash tag ("{tenant}:"), which then puts every key of the Client in one slot; a
+// prefix whose tag is empty or not closed would make the slot of a key depend on the key in
+// ways that its companions could not follow, and is refused.
+func NewNames(prefix string) (Names, error) {
+	i := strings.IndexByte(prefix, '{')
+	if i < 0 {
+		return Names{prefix: prefix}, nil
+	}
+	if j := strings.IndexByte(prefix[i+1:], '}'); j <= 0 {
+		return Names{}, fmt.Errorf("key prefix %q opens a hash tag it does not close with a non-empty tag "+
+			"(a prefix is either free of '{' or holds a whole tag such as \"{tenant}:\")", prefix)
+	}
+	return Names{prefix: prefix, tagged: true}, nil
+}
+
+// Prefix returns the prefix.
+func (n Names) Prefix() string { return n.prefix }
+
+// Tagged reports whether the prefix holds a hash tag.
+func (n Names) Tagged() bool { return n.tagged }
+
+// CheckKey rejects a key no lock may have: the empty key, and a key starting with Reserved.
+func CheckKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("empty key")
+	case strings.HasPrefix(key, Reserved):
+		return fmt.Errorf("key %q starts with %q, which names the library's own keys", key, Reserved)
+	}
+	return nil
+}
+
+// Key returns the lock key of key: the prefix and key.
+func (n Names) Key(key string) string { return n.prefix + key }
+
+// Companion returns the name of the key of the given kind ("queue", "fence", ...) that belongs
+// to the lock of key, in the lock key's Redis Cluster hash slot and under the prefix: the
+// prefix, Reserved, the kind, a colon, and then
+//
+//   - with a prefix that holds a hash tag, the key;
+//   - else a hash tag of the lock key's slot and the key: the lock key's own tag when it has
+//     one ("app:~redlock:queue:{user:7}{user:7}:profile"), the whole lock key when it has no
+//     "}" ("app:~redlock:queue:{app:orders}orders"), and otherwise a short brace-free tag of
+//     its slot.
+//
+// The key ends every name after the first "}" that follows the kind, so no two keys share a
+// companion.
+func (n Names) Companion(kind, key string) string {
+	head := n.prefix + Reserved + kind + ":"
+	if n.tagged {
+		return head + key
+	}
+	stored := n.prefix + key
+	tag := keyslot.Hashed(stored)
+	if tag == stored && strings.Contains(stored, "}") {
+		tag = keyslot.Tag(keyslot.Of(stored))
+	}
+	return head + "{" + tag + "}" + key
+}
+
+// Channel returns the channel on which releases are announced to every Client.
+func (n Names) Channel() string { return n.prefix + Reserved + "released" }
+
+// ClientChannel returns the channel on which releases are announced to the Client with id:
+// the channel, a colon and the id (queue.lua writes it so).
+func (n Names) ClientChannel(id string) string { return n.Channel() + ":" + id }
+
+// MutexKeys are the keys of a single-key lock: the lock key, its line of waiters (two sorted
+// sets, see queue.lua) and, with fencing, its counter ("" without).
+type MutexKeys struct {
+	Lock, Queue, Leases, Fence string
+}
+
+// Mutex returns the keys of the lock of key, its fencing counter included.
+func (n Names) Mutex(key string) MutexKeys {
+	return MutexKeys{
+		Lock:   n.Key(key),
+		Queue:  n.Companion("queue", key),
+		Leases: n.Companion("leases", key),
+		Fence:  n.Companion("fence", key),
+	}
+}
+
+// SemaphoreKeys are the keys of a semaphore: its holders.
+type SemaphoreKeys struct {
+	Holders string
+}
+
+// Semaphore returns the keys of the semaphore named key.
+func (n Names) Semaphore(key string) SemaphoreKeys {
+	return SemaphoreKeys{Holders: n.Companion("semaphore", key)}
+}
+
+// RWMutexKeys are the keys of a read-write lock: the writer's key (a string holding its token),
+// the readers (holders) and the mark of a waiting writer.
+type RWMutexKeys struct {
+	Writer, Readers, Mark string
+}
+
+// RWMutex returns the keys of the read-write lock named key.
+func (n Names) RWMutex(key string) RWMutexKeys {
+	return RWMutexKeys{
+		Writer:  n.Companion("rwlock", key),
+		Readers: n.Companion("readers", key),
+		Mark:    n.Companion("writing", key),
+	}
+}

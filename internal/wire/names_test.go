@@ -1,0 +1,106 @@
+package wire_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/quorumlock/redlock/internal/keyslot"
+	"github.com/quorumlock/redlock/internal/wire"
+)
+
+func TestCompanion(t *testing.T) {
+	for _, tc := range []struct{ prefix, key, want string }{
+		{"", "orders", "~redlock:queue:{orders}orders"},
+		{"app:", "orders", "app:~redlock:queue:{app:orders}orders"},
+		{"", "{user:7}:profile", "~redlock:queue:{user:7}{user:7}:profile"},
+		{"", "a{b}c{d}", "~redlock:queue:{b}a{b}c{d}"},
+		{"pre:", "{tenant}:k", "pre:~redlock:queue:{tenant}{tenant}:k"},
+		{"{tenant}:", "k", "{tenant}:~redlock:queue:k"},
+		{"", "a{b", "~redlock:queue:{a{b}a{b"},
+		{"", "a}b", "~redlock:queue:{4w2}a}b"},
+		{"", "x{}y{z}", "~redlock:queue:{5t6}x{}y{z}"},
+		{"a}b:", "k", "~redlock:queue:{" + keyslot.Tag(keyslot.Of("a}b:k")) + "}k"},
+	} {
+		names, err := wire.NewNames(tc.prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tc.want
+		if tc.prefix == "a}b:" {
+			want = tc.prefix + want
+		}
+		if got := names.Companion("queue", tc.key); got != want {
+			t.Errorf("prefix %q: Companion(queue, %q) = %q, want %q", tc.prefix, tc.key, got, want)
+		}
+		checkCompanion(t, tc.prefix, tc.key)
+	}
+}
+
+func TestNewNamesRefusesAnOpenTag(t *testing.T) {
+	for _, prefix := range []string{"{", "a{", "x{}", "{}y", "a{b"} {
+		if _, err := wire.NewNames(prefix); err == nil {
+			t.Errorf("prefix %q accepted", prefix)
+		}
+	}
+	for _, prefix := range []string{"", "app:", "a}b", "{t}", "x{y}{", "}{z}"} {
+		if _, err := wire.NewNames(prefix); err != nil {
+			t.Errorf("prefix %q: %v", prefix, err)
+		}
+	}
+}
+
+func TestCheckKey(t *testing.T) {
+	for _, key := range []string{"", "~redlock:queue:{k}k", wire.Reserved} {
+		if wire.CheckKey(key) == nil {
+			t.Errorf("key %q accepted", key)
+		}
+	}
+	for _, key := range []string{"k", "~redlock", "a~redlock:", "redlock:k"} {
+		if err := wire.CheckKey(key); err != nil {
+			t.Errorf("key %q: %v", key, err)
+		}
+	}
+}
+
+func FuzzCompanion(f *testing.F) {
+	for _, k := range []string{"k", "{a}b", "a}b", "x{}y{z}", "{", "}", "{}", "{{}}", "a{b}}c"} {
+		for _, p := range []string{"", "app:", "{t}:", "a}"} {
+			f.Add(p, k)
+		}
+	}
+	f.Fuzz(func(t *testing.T, prefix, key string) {
+		if _, err := wire.NewNames(prefix); err != nil || wire.CheckKey(key) != nil {
+			return
+		}
+		checkCompanion(t, prefix, key)
+	})
+}
+
+// checkCompanion checks that key's companions are under the prefix, in the lock key's slot,
+// name that key alone, and are no key a user can lock.
+func checkCompanion(t *testing.T, prefix, key string) {
+	t.Helper()
+	names, _ := wire.NewNames(prefix)
+	stored := names.Key(key)
+	for _, kind := range []string{"queue", "leases", "fence"} {
+		name := names.Companion(kind, key)
+		if keyslot.Of(name) != keyslot.Of(stored) {
+			t.Errorf("prefix %q: Companion(%s, %q) = %q: slot %d, the key's %d", prefix, kind, key, name, keyslot.Of(name), keyslot.Of(stored))
+		}
+		rest, ok := strings.CutPrefix(name, prefix+wire.Reserved+kind+":")
+		if !ok {
+			t.Fatalf("prefix %q: Companion(%s, %q) = %q, not under the prefix and the reserved name", prefix, kind, key, name)
+		}
+		if wire.CheckKey(strings.TrimPrefix(name, prefix)) == nil {
+			t.Errorf("prefix %q: a user may lock %q, the companion of %q", prefix, name, key)
+		}
+		// The name gives the key back: after the tag, or whole with a prefix that has one.
+		back := rest
+		if !names.Tagged() {
+			back = rest[strings.IndexByte(rest, '}')+1:]
+		}
+		if back != key {
+			t.Errorf("prefix %q: Companion(%s, %q) = %q does not name the key alone", prefix, kind, key, name)
+		}
+	}
+}

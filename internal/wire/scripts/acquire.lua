@@ -1,0 +1,28 @@
+-- Acquire a lock key for a waiter, or with fencing (after queue.lua).
+-- KEYS: the lock key, its queue, its leases, and with fencing its counter.
+-- ARGV: the token, the ttl in ms, the waiter's name ("" for none), its place, its lease in ms.
+-- The key is set to the token for the ttl when it is free and, for a waiter, nobody is ahead
+-- of it in line; otherwise a waiter joins the line (or renews its lease). A waiter that takes
+-- the key keeps its place until it releases the key (release.lua) or its lease lapses: if its
+-- attempt fails on the other nodes and is rolled back, it is still first here.
+-- Returns {0} when refused, {1} when set, and with fencing {1, counter, seconds,
+-- microseconds}: the counter and this node's clock, read in the same step.
+local now = now_ms()
+local name = ARGV[3]
+local free = redis.call("EXISTS", KEYS[1]) == 0
+if free and name ~= "" then
+	local ahead = first(KEYS[2], KEYS[3], now)
+	free = not ahead or ahead == name
+end
+if not free then
+	if name ~= "" then
+		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]), now)
+	end
+	return {0}
+end
+redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+if KEYS[4] == nil then
+	return {1}
+end
+local t = redis.call("TIME")
+return {1, redis.call("GET", KEYS[4]) or "0", t[1], t[2]}

@@ -1,0 +1,59 @@
+-- The waiters' queue of a lock, the start of every script that reads it. A queue is two sorted
+-- sets of waiter names: one by each waiter's place in line, one by when its lease lapses (ms on
+-- this node's clock). A waiter renews its lease with every attempt; one whose lease lapsed has
+-- moved on (it gave up, crashed, or took a new name) and is dropped, so that it never blocks
+-- the line.
+
+local function now_ms()
+	local t = redis.call("TIME")
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- first drops the waiters at the front whose lease lapsed by now and returns the first live
+-- one, or nil.
+local function first(queue, leases, now)
+	for _ = 1, 1000 do
+		local name = redis.call("ZRANGE", queue, 0, 0)[1]
+		if not name then
+			return nil
+		end
+		local lapse = redis.call("ZSCORE", leases, name)
+		if lapse and tonumber(lapse) > now then
+			return name
+		end
+		redis.call("ZREM", queue, name)
+		redis.call("ZREM", leases, name)
+	end
+	return nil
+end
+
+-- join puts name in line at place (or keeps its place) and renews its lease for lease_ms; both
+-- sets are kept at least that long.
+local function join(queue, leases, name, place, lease_ms, now)
+	redis.call("ZADD", queue, "NX", place, name)
+	redis.call("ZADD", leases, now + lease_ms, name)
+	for _, set in ipairs({queue, leases}) do
+		if redis.call("PTTL", set) < lease_ms then
+			redis.call("PEXPIRE", set, lease_ms)
+		end
+	end
+end
+
+local function leave(queue, leases, name)
+	redis.call("ZREM", queue, name)
+	redis.call("ZREM", leases, name)
+end
+
+-- announce tells whoever may take key next that it is free: the first live waiter in line, on
+-- its Client's channel (channel, a colon and the text of the name before its first dot), or,
+-- with nobody in line, every Client on channel. The message is the key's name, a newline and
+-- the waiter's name (nothing for everyone). A message only wakes a waiter; it never makes one
+-- a holder.
+local function announce(queue, leases, channel, key, now)
+	local name = first(queue, leases, now)
+	if name then
+		redis.call("PUBLISH", channel .. ":" .. string.match(name, "^[^.]*"), key .. "\n" .. name)
+	else
+		redis.call("PUBLISH", channel, key .. "\n")
+	end
+end

@@ -1,0 +1,302 @@
+package wire_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
+)
+
+// encoder is any script's arguments.
+type encoder interface{ Encode() (keys, args []string) }
+
+// run sends the script with e's arguments, as the library would.
+func run(t *testing.T, c *redis.Client, s *wire.Script, e encoder) any {
+	t.Helper()
+	keys, args := e.Encode()
+	anys := make([]any, len(args))
+	for i, a := range args {
+		anys[i] = a
+	}
+	v, err := c.Eval(context.Background(), s.Source(), keys, anys...).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("%s%q%q: %v", s.Name(), keys, args, err)
+	}
+	return v
+}
+
+func granted(t *testing.T, reply any) bool {
+	t.Helper()
+	ok, _, err := wire.DecodeGrant(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func held(t *testing.T, reply any) bool {
+	t.Helper()
+	ok, err := wire.DecodeHeld(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// listen subscribes to ch and returns a function that returns the next message within a second
+// ("" for none).
+func listen(t *testing.T, c *redis.Client, ch ...string) func() string {
+	t.Helper()
+	ps := c.Subscribe(context.Background(), ch...)
+	t.Cleanup(func() { ps.Close() })
+	if _, err := ps.Receive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	msgs := ps.Channel()
+	return func() string {
+		select {
+		case m := <-msgs:
+			return m.Channel + " " + m.Payload
+		case <-time.After(time.Second):
+			return ""
+		}
+	}
+}
+
+func TestScriptsOnARealServer(t *testing.T) {
+	s := redistest.Start(t)
+	c := redistest.Client(t, s.Addr)
+	ctx := context.Background()
+	names, err := wire.NewNames("app:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := names.Mutex("orders")
+	ch := names.Channel()
+	w1 := wire.Waiter{Client: "c1", N: 7}.String()
+	w2 := wire.Waiter{Client: "c2", N: 1}.String()
+	next := listen(t, c, ch, names.ClientChannel("c1"), names.ClientChannel("c2"))
+	acq := func(token, waiter string, place int64) wire.Acquire {
+		keys := k
+		keys.Fence = ""
+		return wire.Acquire{Keys: keys, Token: token, TTL: time.Minute, Waiter: waiter, Place: place, Lease: time.Minute}
+	}
+
+	t.Run("acquire and release", func(t *testing.T) {
+		if !granted(t, run(t, c, wire.AcquireScript, acq("A", "", 0))) {
+			t.Fatal("a free key was refused")
+		}
+		if v := c.Get(ctx, k.Lock).Val(); v != "A" {
+			t.Fatalf("the key holds %q", v)
+		}
+		if granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
+			t.Fatal("a held key was granted")
+		}
+		if got := c.ZRange(ctx, k.Queue, 0, -1).Val(); !slices.Equal(got, []string{w1}) {
+			t.Fatalf("the line is %q", got)
+		}
+		if held(t, run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "B", Channel: ch})) {
+			t.Fatal("another's token released the key")
+		}
+		if !held(t, run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "A", Channel: ch})) {
+			t.Fatal("the holder did not release")
+		}
+		msg := next()
+		want := names.ClientChannel("c1") + " " + (wire.Announcement{Key: k.Lock, Waiter: w1}).String()
+		if msg != want {
+			t.Fatalf("announced %q, want %q", msg, want)
+		}
+		a, ok := wire.ParseAnnouncement(msg[len(names.ClientChannel("c1"))+1:])
+		w, okw := wire.ParseWaiter(a.Waiter)
+		if !ok || !okw || a.Key != k.Lock || w != (wire.Waiter{Client: "c1", N: 7}) {
+			t.Fatalf("parsed %+v, %+v", a, w)
+		}
+	})
+
+	t.Run("the first in line takes the key", func(t *testing.T) {
+		if granted(t, run(t, c, wire.AcquireScript, acq("C", w2, 20))) {
+			t.Fatal("a waiter behind another took the free key")
+		}
+		if !granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
+			t.Fatal("the first in line was refused")
+		}
+		// A roll-back releases without announcing, and the waiter keeps its place.
+		if !held(t, run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "B"})) {
+			t.Fatal("the roll-back did not release")
+		}
+		if msg := next(); msg != "" {
+			t.Fatalf("a roll-back announced %q", msg)
+		}
+		if granted(t, run(t, c, wire.AcquireScript, acq("C", w2, 20))) {
+			t.Fatal("after a roll-back, the waiter behind took the key")
+		}
+		// The holder's release takes it out of line, and announces to the next.
+		if !granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
+			t.Fatal("the first in line was refused")
+		}
+		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "B", Channel: ch, Waiter: w1})
+		if got := c.ZRange(ctx, k.Queue, 0, -1).Val(); !slices.Equal(got, []string{w2}) {
+			t.Fatalf("the line is %q", got)
+		}
+		if msg, want := next(), names.ClientChannel("c2")+" "+k.Lock+"\n"+w2; msg != want {
+			t.Fatalf("announced %q, want %q", msg, want)
+		}
+		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w2, Channel: ch})
+		next()
+	})
+
+	t.Run("a lapsed lease drops the waiter", func(t *testing.T) {
+		// w1 is first in line again, but its lease lapsed an hour ago: it moved on.
+		run(t, c, wire.AcquireScript, acq("D", "", 0))
+		run(t, c, wire.AcquireScript, acq("B", w1, 5))
+		run(t, c, wire.AcquireScript, acq("C", w2, 20))
+		c.ZAdd(ctx, k.Leases, redis.Z{Score: 0, Member: w1})
+		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "D", Channel: ch})
+		if msg, want := next(), names.ClientChannel("c2")+" "+k.Lock+"\n"+w2; msg != want {
+			t.Fatalf("announced %q, want %q: the waiter whose lease lapsed was named", msg, want)
+		}
+		if !granted(t, run(t, c, wire.AcquireScript, acq("C", w2, 20))) {
+			t.Fatal("the live waiter was refused")
+		}
+		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "C", Channel: ch, Waiter: w2})
+		if msg, want := next(), ch+" "+k.Lock+"\n"; msg != want {
+			t.Fatalf("with nobody in line announced %q, want %q", msg, want)
+		}
+	})
+
+	t.Run("leave", func(t *testing.T) {
+		run(t, c, wire.AcquireScript, acq("E", "", 0))
+		run(t, c, wire.AcquireScript, acq("x", w1, 1))
+		run(t, c, wire.AcquireScript, acq("y", w2, 2))
+		c.Del(ctx, k.Lock)
+		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w1, Channel: ch})
+		if msg, want := next(), names.ClientChannel("c2")+" "+k.Lock+"\n"+w2; msg != want {
+			t.Fatalf("the first waiter left; announced %q, want %q", msg, want)
+		}
+		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w2, Channel: ch})
+		next()
+		if n := c.Exists(ctx, k.Queue, k.Leases).Val(); n != 0 {
+			t.Fatalf("%d sets of the line left", n)
+		}
+	})
+
+	t.Run("extend and fence", func(t *testing.T) {
+		withFence := wire.Acquire{Keys: k, Token: "F", TTL: time.Second}
+		c.Set(ctx, k.Fence, "41", 0)
+		ok, g, err := wire.DecodeGrant(run(t, c, wire.AcquireScript, withFence))
+		if err != nil || !ok || g.Counter != 41 || g.Micros < uint64(time.Now().Add(-time.Hour).UnixMicro()) {
+			t.Fatalf("fenced grant %v %+v %v", ok, g, err)
+		}
+		if !held(t, run(t, c, wire.ExtendScript, wire.Extend{Key: k.Lock, Token: "F", TTL: time.Hour})) ||
+			c.PTTL(ctx, k.Lock).Val() < time.Minute {
+			t.Fatal("not extended")
+		}
+		if held(t, run(t, c, wire.ExtendScript, wire.Extend{Key: k.Lock, Token: "G", TTL: time.Hour})) {
+			t.Fatal("another's token extended")
+		}
+		for _, f := range []struct {
+			fence uint64
+			want  string
+		}{{1000, "1000"}, {999, "1000"}, {10000, "10000"}} {
+			if !held(t, run(t, c, wire.FenceScript, wire.Fence{Keys: k, Token: "F", Fence: f.fence})) {
+				t.Fatal("fence round refused its holder")
+			}
+			if got := c.Get(ctx, k.Fence).Val(); got != f.want {
+				t.Fatalf("counter %s after %d, want %s", got, f.fence, f.want)
+			}
+		}
+		if held(t, run(t, c, wire.FenceScript, wire.Fence{Keys: k, Token: "G", Fence: 1 << 60})) {
+			t.Fatal("fence round for another's token")
+		}
+		c.Del(ctx, k.Lock)
+	})
+
+	t.Run("semaphore", func(t *testing.T) {
+		sk := names.Semaphore("pool")
+		for i, tok := range []string{"s1", "s2", "s3"} {
+			got := granted(t, run(t, c, wire.SemaphoreScript, wire.SemaphoreAcquire{Keys: sk, Token: tok, TTL: time.Minute, Permits: 2}))
+			if got != (i < 2) {
+				t.Fatalf("holder %d of 2 permits: granted %v", i+1, got)
+			}
+		}
+		if !held(t, run(t, c, wire.HoldersExtendScript, wire.HoldersExtend{Holders: sk.Holders, Token: "s1", TTL: time.Hour})) {
+			t.Fatal("holder not extended")
+		}
+		if !held(t, run(t, c, wire.HoldersReleaseScript, wire.HoldersRelease{Holders: sk.Holders, Token: "s1", Channel: ch, Announce: sk.Holders})) {
+			t.Fatal("holder not released")
+		}
+		if msg, want := next(), ch+" "+sk.Holders+"\n"; msg != want {
+			t.Fatalf("announced %q, want %q", msg, want)
+		}
+	})
+
+	t.Run("rwmutex", func(t *testing.T) {
+		rk := names.RWMutex("doc")
+		read := func(tok string) bool {
+			return granted(t, run(t, c, wire.ReadScript, wire.ReadAcquire{Keys: rk, Token: tok, TTL: time.Minute}))
+		}
+		write := func(tok, waiter string) bool {
+			return granted(t, run(t, c, wire.WriteScript, wire.WriteAcquire{Keys: rk, Token: tok, TTL: time.Minute, Waiter: waiter}))
+		}
+		if !read("r1") || write("w", "") || c.Exists(ctx, rk.Mark).Val() != 0 {
+			t.Fatal("a reader must keep a writer out, and a writer that does not wait leaves no mark")
+		}
+		if write("w", w1) || read("r2") {
+			t.Fatal("a waiting writer must mark the lock and keep new readers out")
+		}
+		run(t, c, wire.WriteAbandonScript, wire.WriteAbandon{Keys: rk, Waiter: w1, Channel: ch})
+		if msg, want := next(), ch+" "+rk.Writer+"\n"; msg != want || !read("r2") {
+			t.Fatalf("a writer that gave up announced %q, want %q, and lets readers in", msg, want)
+		}
+		run(t, c, wire.HoldersReleaseScript, wire.HoldersRelease{Holders: rk.Readers, Token: "r1"})
+		run(t, c, wire.HoldersReleaseScript, wire.HoldersRelease{Holders: rk.Readers, Token: "r2"})
+		if !write("w", w1) {
+			t.Fatal("the writer did not get the free lock")
+		}
+		if c.Exists(ctx, rk.Mark).Val() != 0 {
+			t.Fatal("the writer that got the lock kept its mark")
+		}
+		if !held(t, run(t, c, wire.WriteReleaseScript, wire.WriteRelease{Keys: rk, Token: "w", Channel: ch, Waiter: w1})) {
+			t.Fatal("the writer did not release")
+		}
+		if msg, want := next(), ch+" "+rk.Writer+"\n"; msg != want {
+			t.Fatalf("announced %q, want %q", msg, want)
+		}
+	})
+
+	t.Run("multi", func(t *testing.T) {
+		a, b := names.Mutex("a"), names.Mutex("b")
+		c.Set(ctx, b.Lock, "other", time.Minute)
+		all := wire.MultiAcquire{Keys: []string{a.Lock, b.Lock}, Token: "M", TTL: time.Minute}
+		if granted(t, run(t, c, wire.MultiAcquireScript, all)) || c.Exists(ctx, a.Lock).Val() != 0 {
+			t.Fatal("LockAll set some keys of a set whose other key was taken")
+		}
+		c.Del(ctx, b.Lock)
+		if !granted(t, run(t, c, wire.MultiAcquireScript, all)) {
+			t.Fatal("LockAll of free keys refused")
+		}
+		if !held(t, run(t, c, wire.MultiExtendScript, all)) {
+			t.Fatal("LockAll not extended")
+		}
+		run(t, c, wire.AcquireScript, wire.Acquire{Keys: wire.MutexKeys{Lock: b.Lock, Queue: b.Queue, Leases: b.Leases}, Token: "x", TTL: time.Minute, Waiter: w2, Place: 1, Lease: time.Minute})
+		if !held(t, run(t, c, wire.MultiReleaseScript, wire.MultiRelease{Locks: []wire.MutexKeys{a, b}, Token: "M", Channel: ch})) {
+			t.Fatal("LockAll not released")
+		}
+		got := []string{next(), next()}
+		slices.Sort(got)
+		want := []string{ch + " " + a.Lock + "\n", names.ClientChannel("c2") + " " + b.Lock + "\n" + w2}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("announced %q, want %q", got, want)
+		}
+	})
+}

@@ -1,0 +1,324 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// A contender is one acquiring call while it runs: what it acquires and for how long, its
+// place in line once it waits, and how its last attempts went. TryLock makes one attempt; Lock
+// makes attempts until one succeeds, waiting in between for a release (announced by the
+// nodes) or a timer.
+//
+// Once it waits, a contender has a name for its whole life and a place in the line of every
+// node its attempts reached (a mutex's): a node gives a free key only to the first live waiter
+// in its line, so waiters of every process are served in the order they began waiting, and a
+// release wakes that one only. Its place lasts for a lease that each attempt renews, so a
+// waiter that is gone stops blocking the line when its lease lapses.
+type contender struct {
+	c     *Client
+	s     *spec
+	ttl   time.Duration
+	call  Call    // as reported to the Observer
+	w     *waiter // set once it waits
+	place int64   // its place in line: when it began waiting
+	// splits counts the attempts in a row that won some nodes but no quorum, since the last
+	// release it heard.
+	splits int
+}
+
+// A result is how an attempt that did not acquire went.
+type result struct {
+	err     error
+	votes   int           // nodes that said yes
+	elapsed time.Duration // from the first send to the decision
+}
+
+// lock acquires what s says for ttl, waiting: the Lock of every primitive.
+func (c *Client) lock(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
+	return c.contend(ctx, OpLock, s, ttl, (*contender).acquire)
+}
+
+// try makes one attempt to acquire what s says for ttl: the TryLock of every primitive.
+func (c *Client) try(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
+	return c.contend(ctx, OpTryLock, s, ttl, (*contender).once)
+}
+
+// contend checks s and ttl, then acquires with how, reporting the call as op.
+func (c *Client) contend(ctx context.Context, op Op, s *spec, ttl time.Duration, how func(*contender, context.Context) (*Lock, error)) (*Lock, error) {
+	ctx, call := c.begin(ctx, op, s)
+	var l *Lock
+	err := c.check(s, ttl)
+	if err == nil {
+		l, err = how(&contender{c: c, s: s, ttl: ttl, call: call}, ctx)
+	}
+	c.end(ctx, call, err)
+	return l, err
+}
+
+// once makes exactly one attempt.
+func (k *contender) once(ctx context.Context) (*Lock, error) {
+	l, r := k.try(ctx)
+	return l, r.err
+}
+
+// acquire makes attempts until one succeeds, ctx ends or the Client closes. A key the Client
+// waited for lately likely has waiters in other processes: then even the first attempt is a
+// waiter's, which does not cut ahead of them.
+func (k *contender) acquire(ctx context.Context) (l *Lock, err error) {
+	defer func() { k.stop(ctx, l) }()
+	if k.c.recent.contended(k.s.wake[0], k.c.clock.Now()) {
+		if err := k.listen(ctx); err != nil {
+			return nil, errors.Join(ErrNotAcquired, err)
+		}
+	}
+	for {
+		l, r := k.try(ctx)
+		switch {
+		case l != nil:
+			return l, nil
+		case ctx.Err() != nil:
+			if !errors.Is(r.err, ctx.Err()) {
+				r.err = errors.Join(r.err, ctx.Err())
+			}
+			return nil, r.err
+		case errors.Is(r.err, ErrClosed):
+			return nil, r.err
+		case k.w == nil:
+			// Refused: wait, and try again at once as a waiter, listening now, so that a
+			// release after this attempt is heard.
+			if err := k.listen(ctx); err != nil {
+				return nil, errors.Join(r.err, err)
+			}
+		default:
+			if err := k.pause(ctx, r); err != nil {
+				return nil, errors.Join(r.err, err)
+			}
+		}
+	}
+}
+
+// listen makes the contender a waiter: it takes a name and a place in line, listens for
+// releases, and waits (at most the node timeout) until they are heard.
+func (k *contender) listen(ctx context.Context) error {
+	c := k.c
+	if err := c.enter(); err != nil {
+		return err
+	}
+	w, ready := c.listener.join(k.s)
+	c.leave()
+	k.w, k.place = w, c.clock.Now().UnixMicro()
+	c.recent.mark(k.s.wake[0], c.clock.Now().Add(k.ttl))
+	c.waiting(ctx, k.call)
+	t := c.clock.NewTimer(c.nodeTimeout)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C: // the timer is the fallback for releases not heard
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return ErrClosed
+	}
+	return nil
+}
+
+// lease is how long a waiter's place in line lasts unless an attempt renews it: longer than
+// the longest pause between two attempts (the retry delay) and two attempts' worth of node
+// timeouts.
+func (c *Client) lease() time.Duration {
+	return satAdd(c.retryMax, satMul(c.nodeTimeout, 3))
+}
+
+// pause waits after the failed attempt r until its timer fires, or until releases woke the
+// waiter (see heard).
+func (k *contender) pause(ctx context.Context, r result) error {
+	c := k.c
+	t := c.clock.NewTimer(k.delay(r))
+	defer t.Stop()
+	var grace <-chan time.Time
+	for {
+		select {
+		case <-t.C:
+			return nil
+		case <-k.w.wake:
+			// A release: try once a quorum of nodes told of it, or after a moment (twice the
+			// last attempt's time) for the nodes whose word is slow to come.
+			k.splits = 0
+			if c.listener.heard(k.w) >= min(k.s.need, len(c.listen)) {
+				return nil
+			}
+			if grace == nil {
+				g := c.clock.NewTimer(2 * max(r.elapsed, minSplitUnit))
+				defer g.Stop()
+				grace = g.C
+			}
+		case <-grace:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return ErrClosed
+		}
+	}
+}
+
+// delay is how long to wait after the failed attempt r when no release wakes the waiter.
+func (k *contender) delay(r result) time.Duration {
+	delay := k.c.retryDelay()
+	if r.votes > 0 || k.splits > 0 {
+		// A split vote, now or lately: nobody may hold the key once everyone's roll-back
+		// lands, and roll-backs are not announced. Retry after a pause that is shorter the
+		// more nodes this attempt won, in units of its duration, doubling while the episode
+		// lasts (so that the holder of a bare quorum is not polled fast).
+		unit := max(r.elapsed, minSplitUnit)
+		split := satMul(unit, int64(max(k.s.need-r.votes, 0))) + time.Duration(mrand.Int64N(int64(unit)+1))
+		delay = min(delay, satMul(split, 1<<min(k.splits, 20)))
+		k.splits++
+	}
+	return delay
+}
+
+// minSplitUnit is the least pause unit after a split vote: an attempt can take no measurable
+// time (in-memory nodes, or a virtual clock), and a zero pause would spin without yielding.
+const minSplitUnit = 100 * time.Microsecond
+
+// stop ends the contender's wait, once its call ends with l (nil when it did not acquire): a
+// waiter that gives up undoes what its attempts left for others on every node (it leaves the
+// lines it joined, or takes its mark away), waiting at most the node timeout.
+func (k *contender) stop(ctx context.Context, l *Lock) {
+	c := k.c
+	if k.w == nil {
+		return
+	}
+	c.waited(ctx, k.call)
+	if c.enter() != nil {
+		return // Close gives up the places of the waiters it found
+	}
+	defer c.leave()
+	c.listener.leave(k.w)
+	if l == nil {
+		c.abandon(ctx, k.w)
+	}
+}
+
+// abandon undoes on every node what w's attempts left there for others, waiting at most the
+// node timeout.
+func (c *Client) abandon(ctx context.Context, w *waiter) {
+	if w.ok {
+		rd := round[struct{}]{c: c, op: NodeRelease, cmd: w.abandon, decode: decodeHeld, wait: c.nodeTimeout, need: len(c.nodes)}
+		rd.ask(context.WithoutCancel(ctx)).rest(nil)
+	}
+}
+
+// try makes one attempt: the acquiring command on every node at once, a decision at the
+// spec's quorum within the validity, and the roll-back of every node that may hold it when the
+// decision is no.
+func (k *contender) try(ctx context.Context) (*Lock, result) {
+	c := k.c
+	if err := c.enter(); err != nil {
+		r := result{err: errors.Join(ErrNotAcquired, err)}
+		c.decided(ctx, 0, 0, r.err)
+		return nil, r
+	}
+	defer c.leave()
+	a := attempt{token: newToken() + k.s.suffix, ttl: k.ttl}
+	if k.w != nil {
+		a.waiter, a.place, a.lease = k.w.name, k.place, c.lease()
+		c.listener.forget(k.w)
+	}
+	start := c.clock.Now()
+	until := clock.Deadline(start, k.ttl, c.driftFactor)
+	rd := round[wire.Grant]{c: c, op: NodeAcquire, cmd: k.s.ops.acquire(a), decode: decodeGrant,
+		wait: min(c.nodeTimeout, until.Sub(start)), need: k.s.need}
+	out := rd.ask(ctx)
+	l, err := k.grant(ctx, a, out, start, until)
+	if l != nil {
+		out.rest(l.late)
+		return l, result{}
+	}
+	if k.w != nil && len(out.Pending) > 0 && ctx.Err() == nil {
+		// Count the votes still in flight, at most as long again, for a true count.
+		out.linger(c, max(c.clock.Now().Sub(start), minSplitUnit))
+	}
+	k.rollback(ctx, a, out)
+	r := result{err: errors.Join(append([]error{ErrNotAcquired, err}, nodeErrors(c, ctx, out.Outcome, rd.wait)...)...),
+		votes: votes(out.Outcome), elapsed: c.clock.Now().Sub(start)}
+	c.log.DebugContext(ctx, "redlock: not acquired", "kind", k.s.kind, "key", k.s.key, "votes", r.votes, "err", r.err)
+	c.decided(ctx, r.votes, r.elapsed, r.err)
+	return nil, r
+}
+
+// grant returns the Lock when out reached the quorum within the validity (and, with fencing,
+// so did its second round), else nil and why (nil for a plain refusal).
+func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant], start, until time.Time) (*Lock, error) {
+	c := k.c
+	now := c.clock.Now()
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case !out.Quorum:
+		return nil, nil
+	case !now.Before(until):
+		return nil, fmt.Errorf("redlock: quorum reached after %v, past the validity", now.Sub(start))
+	}
+	var fence uint64
+	if k.s.fenced {
+		var err error
+		if fence, err = k.fence(ctx, a.token, out.Replies, until); err != nil {
+			return nil, err
+		}
+		now = c.clock.Now()
+	}
+	l := &Lock{c: c, spec: k.s, token: a.token, waiter: a.waiter, fence: fence, acquired: now, until: until,
+		pending: out.Pending}
+	c.track(l)
+	c.decided(ctx, votes(out.Outcome), now.Sub(start), nil)
+	return l, nil
+}
+
+// rollback releases the failed attempt a wherever it may have landed: every node but those
+// that clearly refused. A node whose call has not returned yet is released once it has (so
+// that the release does not overtake the acquisition), whatever it returned but a clear no:
+// a reply lost on the way, which the client ends with a timeout, is not a no.
+func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Grant]) {
+	c := k.c
+	cmd := k.s.ops.release(a.token, "", "")
+	for _, rep := range out.Replies {
+		if !errors.Is(rep.Err, errTaken) {
+			c.undo(ctx, rep.Node, cmd)
+		}
+	}
+	out.rest(func(rep quorum.Reply[wire.Grant]) {
+		if !errors.Is(rep.Err, errTaken) {
+			c.undo(ctx, rep.Node, cmd)
+		}
+	})
+}
+
+func (c *Client) retryDelay() time.Duration {
+	return c.retryMin + time.Duration(mrand.Uint64N(uint64(c.retryMax-c.retryMin)+1))
+}
+
+// satAdd returns a+b, or the largest Duration when that overflows.
+func satAdd(a, b time.Duration) time.Duration {
+	if s := a + b; s >= a {
+		return s
+	}
+	return time.Duration(1<<63 - 1)
+}
+
+// satMul returns d*n for d, n >= 0, or the largest Duration when that overflows.
+func satMul(d time.Duration, n int64) time.Duration {
+	if n != 0 && d > time.Duration(1<<63-1)/time.Duration(n) {
+		return time.Duration(1<<63 - 1)
+	}
+	return d * time.Duration(n)
+}

@@ -1,0 +1,128 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A goredisNode is a Node over a go-redis client, as New makes them.
+//
+// go-redis bounds a call by its client's read and write timeouts (3 s by default), not by the
+// context, and retries a failed call (READONLY, a timeout) with back-off. So every command is
+// sent once, never retried by go-redis: the Client retries by itself, and a node's own error
+// (READONLY, OOM, NOPERM) comes back at once. The Client stops waiting for a call at its
+// deadline (see round.ask); a call to a stopped node then ends in go-redis by its timeouts.
+// Subscriptions go through a view of a *redis.Client (WithTimeout, sharing its connections)
+// whose timeouts are the node timeout, so that making one never waits on a stuck node longer.
+type goredisNode struct {
+	addr string
+	send func(ctx context.Context, cmd redis.Cmder) error
+	sub  redis.UniversalClient // where Listen subscribes
+}
+
+var _ Node = (*goredisNode)(nil)
+
+func newGoredisNode(u redis.UniversalClient, timeout time.Duration) *goredisNode {
+	switch u := u.(type) {
+	case *redis.Client:
+		b := &batcher{node: u}
+		return &goredisNode{addr: u.Options().Addr, send: b.process, sub: u.WithTimeout(timeout)}
+	case *redis.ClusterClient:
+		return &goredisNode{addr: strings.Join(u.Options().Addrs, ","), send: u.Process, sub: u}
+	}
+	return &goredisNode{send: u.Process, sub: u}
+}
+
+func (n *goredisNode) String() string { return n.addr }
+
+// once is a command that go-redis sends once: it never retries a command whose NoRetry says so.
+type once struct{ *redis.Cmd }
+
+func (once) NoRetry() bool { return true }
+
+type setOnce struct{ *redis.BoolCmd }
+
+func (setOnce) NoRetry() bool { return true }
+
+func (n *goredisNode) Eval(ctx context.Context, script Script, keys, args []string) (any, error) {
+	v, err := n.eval(ctx, "evalsha", script.SHA1(), keys, args)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = n.eval(ctx, "eval", script.Source(), keys, args)
+	}
+	return v, err
+}
+
+func (n *goredisNode) eval(ctx context.Context, verb, script string, keys, args []string) (any, error) {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, verb, script, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	for _, s := range args {
+		a = append(a, s)
+	}
+	cmd := once{redis.NewCmd(ctx, a...)}
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // for a cluster, as go-redis's own EVALSHA
+	}
+	switch err := n.send(ctx, cmd); {
+	case errors.Is(err, redis.Nil):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return cmd.Val(), nil
+}
+
+func (n *goredisNode) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	cmd := setOnce{redis.NewBoolCmd(ctx, "set", key, value, "px", ttl.Milliseconds(), "nx")}
+	if err := n.send(ctx, cmd); err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	return cmd.Val(), nil
+}
+
+// listenPing is how long a subscription may hear nothing before it is asked for a PONG.
+const listenPing = 5 * time.Second
+
+func (n *goredisNode) Listen(ctx context.Context, channels []string, ready func(), deliver func(channel, payload string)) error {
+	ps := n.sub.Subscribe(ctx, channels...)
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
+	defer ps.Close()
+	pinged := false
+	for {
+		// A subscription that has heard nothing for a while is asked for a PONG: a connection
+		// that went silent (a lost reply) is found and made anew.
+		msg, err := ps.ReceiveTimeout(ctx, listenPing)
+		var ne net.Error
+		switch {
+		case err == nil:
+			pinged = false
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(err, &ne) && ne.Timeout() && !pinged:
+			pinged = true
+			if err := ps.Ping(ctx); err != nil {
+				return err
+			}
+			continue
+		default:
+			return err
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" && m.Count == len(channels) && slices.Contains(channels, m.Channel) {
+				ready()
+			}
+		case *redis.Message:
+			deliver(m.Channel, m.Payload)
+		}
+	}
+}

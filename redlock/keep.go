@@ -1,0 +1,111 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// KeepAlive keeps the lock held: it extends it by ttl whenever a third of the ttl is left, and
+// again soon after a failed extension, in a goroutine of the Client, until the lock ends (by
+// Unlock, by Close, or by its loss: no extension reached a quorum before the validity ended,
+// or one found the key gone). Lost then closes and Err says why. It returns at once; it fails
+// for a ttl as Lock refuses it, a lock that ended, or a closed Client. Calling it again while
+// the lock is kept does nothing.
+func (l *Lock) KeepAlive(ttl time.Duration) error { return l.keepAlive(l.c.ctx, ttl) }
+
+// keepAlive is KeepAlive, whose Extend calls carry ctx's values (not its cancellation): Do's
+// extensions are reported as part of Do.
+func (l *Lock) keepAlive(ctx context.Context, ttl time.Duration) error {
+	c := l.c
+	if err := c.checkTTL(ttl); err != nil {
+		return err
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.leave()
+	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		return l.Err()
+	}
+	kept := l.kept
+	l.kept = true
+	l.mu.Unlock()
+	if !kept {
+		lost := l.Lost()
+		ctx := context.WithoutCancel(ctx)
+		c.bg.Go(func() { l.keep(ctx, ttl, lost) })
+	}
+	return nil
+}
+
+// keep extends l by ttl whenever a third of the ttl is left, until the lock ends or the Client
+// closes.
+func (l *Lock) keep(ctx context.Context, ttl time.Duration, lost <-chan struct{}) {
+	c := l.c
+	// pause waits for d on the client's clock and reports whether to go on.
+	pause := func(d time.Duration) bool {
+		t := c.clock.NewTimer(max(d, 0))
+		defer t.Stop()
+		select {
+		case <-lost:
+			return false
+		case <-c.done:
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	for pause(l.Until().Sub(c.clock.Now()) - ttl/3) {
+		if err := l.Extend(ctx, ttl); err != nil {
+			c.log.DebugContext(ctx, "redlock: extension failed; retrying while the lock is valid", "key", l.spec.key, "err", err)
+			// Try again soon: the lock ends by itself when the validity runs out first.
+			if !pause(min(c.retryDelay(), ttl/10)) {
+				return
+			}
+		}
+	}
+}
+
+// do acquires what s says like Lock, runs fn while keeping the lock, and releases the lock when
+// fn returns or panics (see Client.Do).
+func (c *Client) do(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx context.Context) error) error {
+	ctx, call := c.begin(ctx, OpDo, s)
+	err := c.hold(ctx, s, ttl, fn)
+	c.end(ctx, call, err)
+	return err
+}
+
+// hold is do.
+func (c *Client) hold(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx context.Context) error) (err error) {
+	if fn == nil {
+		return errors.New("redlock: nil fn")
+	}
+	l, err := c.lock(ctx, s, ttl)
+	if err != nil {
+		return err
+	}
+	fnCtx, cancel := context.WithCancelCause(ctx)
+	l.whenEnded(func(why error) {
+		if why != nil {
+			cancel(why)
+		}
+	})
+	// Released whatever ends fn, a panic included (which then goes on to the caller).
+	defer func() {
+		cancel(nil)
+		why := l.Err()
+		if uerr := l.Unlock(ctx); uerr != nil && why == nil {
+			c.log.WarnContext(ctx, "redlock: release after Do", "kind", s.kind, "key", s.key, "err", uerr)
+		}
+		if why != nil {
+			err = errors.Join(why, err)
+		}
+	}()
+	if err := l.keepAlive(ctx, ttl); err != nil {
+		return err
+	}
+	return fn(fnCtx)
+}

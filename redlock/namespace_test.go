@@ -1,0 +1,171 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// Every key and channel the library touches is under WithKeyPrefix: with an ACL user limited to
+// "app:*" keys and channels, every primitive works, waiters are woken by releases (the retry
+// timer is an hour), and the servers logged no refusal (ACL LOG) whatever the library did in
+// the background: roll-backs, subscriptions, a waiter giving up.
+func TestRealServersEverythingUnderThePrefix(t *testing.T) {
+	ss := make([]*redistest.Server, 3)
+	nodes := func() []redis.UniversalClient {
+		cs := make([]redis.UniversalClient, len(ss))
+		for i, s := range ss {
+			cs[i] = redistest.ACLClient(t, s.Addr, "alice", "pw")
+		}
+		return cs
+	}
+	for i := range ss {
+		ss[i] = redistest.StartRestricted(t, "alice", "pw", "app:*", "app:*")
+	}
+	newClient := func(opts ...redlock.Option) *redlock.Client {
+		opts = append([]redlock.Option{redlock.WithKeyPrefix("app:"), redlock.WithNodeTimeout(2 * time.Second),
+			redlock.WithRetryDelay(time.Hour, time.Hour)}, opts...)
+		c, err := redlock.New(nodes(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	ctx := context.Background()
+	for _, opts := range [][]redlock.Option{nil, {redlock.WithFencing()}} {
+		a, b := newClient(opts...), newClient(opts...)
+		handOff(t, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
+			return func(ctx context.Context) (*redlock.Lock, error) { return c.Lock(ctx, "orders", 10*time.Second) }
+		}, a, b)
+	}
+	a, b := newClient(), newClient()
+	handOff(t, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
+		return func(ctx context.Context) (*redlock.Lock, error) {
+			return c.LockAll(ctx, []string{"orders", "invoices"}, 10*time.Second)
+		}
+	}, a, b)
+	handOff(t, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
+		s, err := c.Semaphore("pool", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(ctx context.Context) (*redlock.Lock, error) { return s.Lock(ctx, 10*time.Second) }
+	}, a, b)
+	handOff(t, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
+		m, err := c.RWMutex("doc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(ctx context.Context) (*redlock.Lock, error) { return m.Lock(ctx, 10*time.Second) }
+	}, a, b)
+	m, _ := a.RWMutex("doc")
+	r, err := m.RLock(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A waiting writer that gives up takes its mark away.
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	mb, _ := b.RWMutex("doc")
+	if _, err := mb.Lock(wctx, 10*time.Second); err == nil {
+		t.Fatal("a writer took a lock a reader holds")
+	}
+	cancel()
+	if err := r.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b.Close()
+	for i, s := range ss {
+		c := redistest.ACLClient(t, s.Addr, "alice", "pw")
+		entries, err := c.Do(ctx, "ACL", "LOG").Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) > 0 {
+			t.Errorf("node %d refused %d commands outside the prefix; the first: %v", i, len(entries), entries[0])
+		}
+	}
+}
+
+// handOff has a hold the lock that lock(a) takes while lock(b) waits, then release it: the
+// release wakes b, whose retry timer is an hour, within seconds.
+func handOff(t *testing.T, lock func(*redlock.Client) func(context.Context) (*redlock.Lock, error), a, b *redlock.Client) {
+	t.Helper()
+	ctx := context.Background()
+	held, err := lock(a)(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		l, err := lock(b)(wctx)
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // b waits
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter was not handed the lock: %v", err)
+	}
+}
+
+// No key a user can name is another key's companion (its queue, fencing counter, a primitive's
+// keys): after every primitive ran on "orders" with waiters and fencing, every key on the node
+// but the lock key itself is refused as a key, as bad input that sends nothing, whatever the
+// prefix.
+func TestCompanionKeysCannotBeNamed(t *testing.T) {
+	for _, prefix := range []string{"", "app:", "{tenant}:"} {
+		t.Run("prefix="+prefix, func(t *testing.T) {
+			ms, c := cluster(t, 3, redlock.WithKeyPrefix(prefix), redlock.WithFencing())
+			ctx := context.Background()
+			held, err := c.Lock(ctx, "orders", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			c.Lock(wctx, "orders", time.Minute) // queues a waiter
+			cancel()
+			s, _ := c.Semaphore("orders", 2)
+			s.TryLock(ctx, time.Minute)
+			m, _ := c.RWMutex("orders")
+			m.RLock(ctx, time.Minute)
+			wctx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
+			m.Lock(wctx, time.Minute) // marks the lock
+			cancel()
+			var names []string
+			for _, k := range ms[0].Keys() {
+				if k != prefix+"orders" {
+					names = append(names, strings.TrimPrefix(k, prefix))
+				}
+			}
+			if len(names) < 3 {
+				t.Fatalf("only %q beside the lock key: the primitives left no companions to check", names)
+			}
+			before := commands(ms)
+			for _, name := range names {
+				_, err := c.TryLock(ctx, name, time.Minute)
+				if err == nil || errors.Is(err, redlock.ErrNotAcquired) {
+					t.Errorf("TryLock(%q), a companion key of \"orders\" = %v; want it refused as bad input", name, err)
+				}
+			}
+			if n := commands(ms) - before; n != 0 {
+				t.Errorf("refusing companion names sent %d commands", n)
+			}
+			held.Unlock(ctx)
+		})
+	}
+}

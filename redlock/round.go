@@ -1,0 +1,194 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// A round is one command sent to every node at once, decided at a quorum.
+type round[T any] struct {
+	c      *Client
+	op     NodeOp
+	cmd    command
+	decode func(reply any) (T, error) // errTaken or errNotOwner for a node's clear no
+	wait   time.Duration              // how long to wait for the decision
+	need   int
+}
+
+// ask runs the round under ctx and returns its decision: need nodes said yes, so many said no
+// or failed that need is out of reach, or wait passed (or ctx ended). The caller hands the
+// replies still in flight on with rest, once.
+//
+// Each node is called from a goroutine that Close does not wait for: the caller stops waiting
+// at the deadline, whatever the node does, and a call that its client does not end by then
+// (go-redis bounds a call by its own timeouts, not by the context) ends later, on its own.
+func (r round[T]) ask(ctx context.Context) *asked[T] {
+	c := r.c
+	callCtx, cancel := context.WithTimeout(ctx, r.wait)
+	q := quorum.Start(callCtx, nil, len(c.nodes), r.call)
+	return &asked[T]{Outcome: q.Decide(r.need, callCtx.Done(), nil), c: c, q: q, cancel: cancel}
+}
+
+// asked is a round that has been decided, with its replies still in flight.
+type asked[T any] struct {
+	quorum.Outcome[T]
+	c      *Client
+	q      *quorum.Round[T]
+	cancel context.CancelFunc
+}
+
+// linger reads the replies still in flight into the outcome for at most d.
+func (a *asked[T]) linger(c *Client, d time.Duration) {
+	t := c.clock.NewTimer(d)
+	a.q.Linger(&a.Outcome, t.C)
+	t.Stop()
+}
+
+// rest hands the replies still in flight to late (when not nil) as they come, in a goroutine
+// of the Client, until Close.
+func (a *asked[T]) rest(late func(quorum.Reply[T])) {
+	if len(a.Pending) == 0 {
+		a.cancel()
+		return
+	}
+	a.c.bg.Go(func() {
+		defer a.cancel()
+		a.q.Rest(a.c.ctx.Done(), func(rep quorum.Reply[T]) {
+			if late != nil {
+				late(rep)
+			}
+		})
+	})
+}
+
+// call sends the round's command to node i and reads its reply, reporting it to the Observer.
+func (r round[T]) call(ctx context.Context, i int) (T, error) {
+	c := r.c
+	start := c.clock.Now()
+	var v T
+	reply, err := c.send(ctx, i, r.cmd)
+	if err == nil {
+		v, err = r.decode(reply)
+	} else {
+		err = redact(err, r.cmd.secrets()...)
+	}
+	c.replied(ctx, i, r.op, start, err)
+	return v, err
+}
+
+// send sends cmd to node i.
+func (c *Client) send(ctx context.Context, i int, cmd command) (any, error) {
+	if cmd.script == nil {
+		return c.nodes[i].SetNX(ctx, cmd.keys[0], cmd.args[0], cmd.ttl)
+	}
+	return c.nodes[i].Eval(ctx, cmd.script, cmd.keys, cmd.args)
+}
+
+// decodeGrant reads an acquisition's reply: SET NX's or an acquiring script's.
+func decodeGrant(reply any) (wire.Grant, error) {
+	if set, ok := reply.(bool); ok {
+		if !set {
+			return wire.Grant{}, errTaken
+		}
+		return wire.Grant{}, nil
+	}
+	granted, g, err := wire.DecodeGrant(reply)
+	if err == nil && !granted {
+		err = errTaken
+	}
+	return g, err
+}
+
+// decodeHeld reads the reply of a release, an extension or fencing's second round.
+func decodeHeld(reply any) (struct{}, error) {
+	held, err := wire.DecodeHeld(reply)
+	if err == nil && !held {
+		err = errNotOwner
+	}
+	return struct{}{}, err
+}
+
+// noes counts the replies in out that are a node's clear no (errTaken or errNotOwner).
+func noes[T any](out quorum.Outcome[T], except []int) int {
+	n := 0
+	for _, rep := range out.Replies {
+		if (errors.Is(rep.Err, errNotOwner) || errors.Is(rep.Err, errTaken)) && !contains(except, rep.Node) {
+			n++
+		}
+	}
+	return n
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// votes counts the nodes that said yes in out.
+func votes[T any](out quorum.Outcome[T]) int {
+	n := 0
+	for _, rep := range out.Replies {
+		if rep.Err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// nodeErrors describes every node that did not succeed in out; wait is how long the round
+// waited.
+func nodeErrors[T any](c *Client, ctx context.Context, out quorum.Outcome[T], wait time.Duration) []error {
+	var errs []error
+	for _, rep := range out.Replies {
+		if rep.Err != nil {
+			errs = append(errs, &NodeError{Node: rep.Node, Addr: c.addrs[rep.Node], Err: rep.Err})
+		}
+	}
+	for _, i := range out.Pending {
+		err := ctx.Err()
+		switch {
+		case err != nil:
+		case out.Stopped:
+			err = fmt.Errorf("no reply within %v", wait)
+		default:
+			err = errors.New("no reply before the others decided")
+		}
+		errs = append(errs, &NodeError{Node: i, Addr: c.addrs[i], Err: err})
+	}
+	return errs
+}
+
+// release sends cmd, a release, to node i and returns its answer within the node timeout,
+// after the caller may have given up: it ignores ctx's cancellation. Like ask's calls, the
+// node call runs on a goroutine of its own that nobody waits for past its deadline.
+func (c *Client) release(ctx context.Context, i int, cmd command) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout)
+	defer cancel()
+	r := round[struct{}]{c: c, op: NodeRelease, cmd: cmd, decode: decodeHeld}
+	replied := make(chan error, 1)
+	go func() { _, err := r.call(ctx, i); replied <- err }()
+	select {
+	case err := <-replied:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// undo sends cmd, a roll-back, to node i in a goroutine of the Client (see release).
+func (c *Client) undo(ctx context.Context, i int, cmd command) {
+	c.bg.Go(func() {
+		if err := c.release(ctx, i, cmd); err != nil && !errors.Is(err, errNotOwner) {
+			c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", i, "err", err)
+		}
+	})
+}
