@@ -121,7 +121,7 @@ func TestOneNodeIsSingular(t *testing.T) {
 	code, stdout, stderr := runCmd(t, nil, "status", "--nodes", nodes, "--key", "k")
 	check("status", code, 0, stdout, stderr, `key "k" on 1 node, quorum 1`)
 	code, stdout, stderr = runCmd(t, nil, "exec", "--nodes", nodes, "--key", "k", "--verbose", "--",
-		binary, "status", "--nodes", nodes, "--key", "k")
+		redlockBinary(t), "status", "--nodes", nodes, "--key", "k")
 	check("exec", code, 0, stdout, stderr, `acquired "k" on a quorum of 1 node,`, "verdict: held on a quorum (1/1 node) by")
 	wrong := strings.ReplaceAll(nodes, password, "Wrong-Horse")
 	code, stdout, stderr = runCmd(t, nil, "exec", "--nodes", wrong, "--key", "k", "--", "true")

@@ -19,7 +19,7 @@ import (
 // tests look for) may hold the output open.
 func startWith(t *testing.T, setup func(*exec.Cmd), env []string, args ...string) *proc {
 	t.Helper()
-	r := &proc{cmd: exec.Command(binary, args...), stdout: newLineBuffer(), stderr: newLineBuffer(), done: make(chan struct{})}
+	r := &proc{cmd: exec.Command(redlockBinary(t), args...), stdout: newLineBuffer(), stderr: newLineBuffer(), done: make(chan struct{})}
 	r.cmd.Env = append(os.Environ(), env...)
 	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
 	r.cmd.WaitDelay = 5 * time.Second

@@ -144,7 +144,7 @@ done`
 func startShell(t *testing.T, tty *os.File, shell string, env ...string) *proc {
 	t.Helper()
 	r := &proc{cmd: exec.Command("sh", "-c", shell), stdout: newLineBuffer(), stderr: newLineBuffer(), done: make(chan struct{})}
-	r.cmd.Env = append(append(os.Environ(), "REDLOCK="+binary), env...)
+	r.cmd.Env = append(append(os.Environ(), "REDLOCK="+redlockBinary(t)), env...)
 	r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = tty, r.stdout, r.stderr
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	r.cmd.WaitDelay = 5 * time.Second
