@@ -179,3 +179,27 @@ func TestExecTLSToAPlainServer(t *testing.T) {
 		t.Fatalf("status: exit %d\n%s", code, stdout)
 	}
 }
+
+// A key or a prefix the library would refuse is a usage error, found before any node is asked,
+// for exec and for status.
+func TestBadKeyOrPrefixIsAUsageError(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--key", "~redlock:x"}, `key "~redlock:x" starts with "~redlock:"`},
+		{[]string{"--key", "k", "--prefix", "{app"}, `key prefix "{app" opens a hash tag it does not close`},
+	} {
+		for _, cmd := range [][]string{{"exec"}, {"status"}} {
+			args := append(append(cmd, "--nodes", "redis://127.0.0.1:1"), tc.flags...)
+			if cmd[0] == "exec" {
+				args = append(args, "--", "true")
+			}
+			code, stdout, stderr := runCLI(t, args...)
+			if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, "redlock "+cmd[0]+": ") ||
+				!strings.Contains(stderr, tc.want) || strings.Contains(stderr, "dial") {
+				t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant 2 and %q, no node asked", args, code, stdout, stderr, tc.want)
+			}
+		}
+	}
+}

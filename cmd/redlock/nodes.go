@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/quorumlock/redlock/internal/keyslot"
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -57,6 +58,13 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 func (f *nodeFlags) parse() ([]node, error) {
 	if f.key == "" {
 		return nil, errors.New("--key is required")
+	}
+	// What the library would refuse, refused before any node is asked.
+	if err := wire.CheckKey(f.key); err != nil {
+		return nil, fmt.Errorf("--key: %v", err)
+	}
+	if _, err := wire.NewNames(f.prefix); err != nil {
+		return nil, fmt.Errorf("--prefix: %v", err)
 	}
 	if f.nodeTimeout <= 0 {
 		return nil, fmt.Errorf("--node-timeout %v must be positive", f.nodeTimeout)
