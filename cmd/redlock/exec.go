@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,11 +40,20 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 const execUsage = `usage: redlock exec (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [flags] -- COMMAND [ARG...]
 
 Acquires the lock on a quorum of the nodes, runs COMMAND while keeping the lock extended, and
-releases it when COMMAND ends. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after
---grace. Signals sent to redlock exec are passed on to COMMAND. With --fence, COMMAND finds
-the lock's fencing token in $REDLOCK_FENCE: hand it to the resource so that it can refuse a
-holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a process it
-hands it to takes the lock over with Client.Resume (until COMMAND ends: then it is released).
+releases it when COMMAND ends. COMMAND runs in a process group of its own, in the terminal's
+foreground when redlock exec is there. Signals sent to redlock exec are passed on to the group.
+If the lock is lost, the group gets SIGTERM, then SIGKILL after --grace, or at once when
+COMMAND has exited. If redlock exec dies, even by SIGKILL, its guard (a second redlock
+process) kills the group, and on Linux the kernel kills COMMAND (a parent-death signal).
+
+No tool covers everything: a process that leaves the group (setsid, a daemon) or re-parents
+itself; what COMMAND leaves running when it exits (it runs on without the lock); COMMAND's
+children when the guard dies with redlock exec (kill -9 of both), and COMMAND itself then off
+Linux; a pause of the whole machine. There the resource must protect itself: with --fence,
+COMMAND finds the lock's fencing token in $REDLOCK_FENCE; hand it to the resource so that it
+refuses a holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a
+process it hands it to takes the lock over with Client.Resume (until COMMAND ends: then it is
+released).
 
 Exit status: COMMAND's (128+n when signal n killed it), or
   2      bad flags, URLs or command line, or a --ttl no longer than the clock drift it allows for
@@ -167,7 +173,7 @@ func (e *execution) run(ctx context.Context) int {
 
 // exitBudget bounds what exec does once its command has ended (release the lock, close the
 // Client and the connections) so that it exits within 2 s of the command whatever the nodes
-// do: a node the release did not reach keeps the key until its ttl ends, as after a crash.
+// do: a node that has not answered the release by then may keep the key until its ttl ends.
 const exitBudget = time.Second
 
 // finish releases lock (when not nil) and closes locker (when not nil) and cs, giving up after
@@ -191,7 +197,7 @@ func (e *execution) finish(ctx context.Context, lock *redlock.Lock, locker *redl
 	select {
 	case <-done:
 	case <-t.C:
-		e.logf("release and clean-up not done after %v; exiting without them (a node not released keeps the key until its ttl ends)", exitBudget)
+		e.logf("release and clean-up not done after %v; exiting without them (a node that has not answered may keep the key until its ttl ends)", exitBudget)
 	}
 }
 
@@ -280,59 +286,6 @@ func (e *execution) release(ctx context.Context, lock *redlock.Lock) {
 	}
 }
 
-// runCommand runs the command while it keeps the lock, and returns its exit status.
-func (e *execution) runCommand(lock *redlock.Lock) int {
-	cmd := exec.Command(e.argv[0], e.argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.stdout, e.stderr
-	cmd.Env = childEnv(os.Environ(), lock.Fence(), lock.Token())
-	if err := cmd.Start(); err != nil {
-		e.errorf("%v", err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return exitNotFound
-		}
-		return exitNoExec
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-
-	h := hold(lock, e.ttl)
-	defer h.end()
-	return e.supervise(cmd, exited, lock, h)
-}
-
-// supervise passes signals on to the running command and ends it when the lock is lost:
-// SIGTERM, then SIGKILL after --grace. It returns the command's exit status.
-func (e *execution) supervise(cmd *exec.Cmd, exited <-chan struct{}, lock *redlock.Lock, h *holder) int {
-	var kill <-chan time.Time
-	lost := lock.Lost()
-	for {
-		select {
-		case <-exited:
-			h.end()
-			return status(cmd.ProcessState)
-		case s := <-e.sigs:
-			e.logf("passing %v to the command", s)
-			cmd.Process.Signal(s)
-		case <-lost:
-			lost = nil
-			e.errorf("lock %q lost; sending SIGTERM, SIGKILL in %v", e.key, e.grace)
-			for _, line := range describe(h.err(), e.nodes) {
-				if line != redlock.ErrNotHeld.Error() {
-					fmt.Fprintf(e.stderr, "  %s\n", line)
-				}
-			}
-			cmd.Process.Signal(syscall.SIGTERM)
-			t := time.NewTimer(e.grace)
-			defer t.Stop()
-			kill = t.C
-		case <-kill:
-			kill = nil
-			e.errorf("command still running %v after SIGTERM; sending SIGKILL", e.grace)
-			cmd.Process.Kill()
-		}
-	}
-}
-
 // preflight pings every node once so that credentials a node refuses show at once, naming the
 // node, rather than as a wait for a lock that can never be had. It reports every node that
 // failed, and marks it so that it is not reported again if the lock is not acquired; it
@@ -391,27 +344,4 @@ func takeLock(ctx context.Context, locker *redlock.Client, key string, ttl, wait
 		}
 		return nil, s, nil
 	}
-}
-
-// childEnv is the command's environment: env with REDLOCK_TOKEN set to the lock's token, so
-// that the command can hand the lock on (Client.Resume takes it over), and REDLOCK_FENCE to its
-// fencing token when it has one, removed otherwise, so that a command never sees an outer
-// lock's fencing token.
-func childEnv(env []string, fence uint64, token string) []string {
-	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		return strings.HasPrefix(kv, "REDLOCK_FENCE=") || strings.HasPrefix(kv, "REDLOCK_TOKEN=")
-	})
-	env = append(env, "REDLOCK_TOKEN="+token)
-	if fence != 0 {
-		env = append(env, "REDLOCK_FENCE="+strconv.FormatUint(fence, 10))
-	}
-	return env
-}
-
-// status is the exit status a shell would give for the command's end.
-func status(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }

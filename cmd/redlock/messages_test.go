@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,6 +55,38 @@ func TestExecHelpListsEveryExitStatus(t *testing.T) {
 // execStatuses are the exit statuses of redlock exec besides the command's own.
 var execStatuses = []int{exitUsage, exitSoftware, exitTempFail, exitNoPerm, exitNoExec, exitNotFound}
 
+// docs/cli.md lists the same exit statuses as the usage, for exec and for status.
+func TestDocsListTheExitStatuses(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	_, execPart, _ := strings.Cut(doc, "## `redlock exec`")
+	execPart, statusPart, _ := strings.Cut(execPart, "## `redlock status`")
+	row := regexp.MustCompile(`(?m)^\| (\d+)[ |(]`)
+	var listed []int
+	for _, m := range row.FindAllStringSubmatch(execPart, -1) {
+		n, _ := strconv.Atoi(m[1])
+		listed = append(listed, n)
+	}
+	for _, s := range execStatuses {
+		if !slices.Contains(listed, s) {
+			t.Errorf("docs/cli.md's exec section has no row for exit status %d (rows: %v)", s, listed)
+		}
+	}
+	for _, n := range listed {
+		if !slices.Contains(execStatuses, n) {
+			t.Errorf("docs/cli.md lists exit status %d, which exec never returns", n)
+		}
+	}
+	for _, want := range []string{"| 0 ", "| 1 ", "| 2 "} {
+		if !strings.Contains(statusPart, want) {
+			t.Errorf("docs/cli.md's status section has no row %q", want)
+		}
+	}
+}
+
 // A ttl the library would refuse (no longer than its clock drift allowance) is a usage error,
 // found before any node is asked, like every other bad flag.
 func TestExecInvalidTTLIsAUsageError(t *testing.T) {
@@ -87,7 +121,7 @@ func TestOneNodeIsSingular(t *testing.T) {
 	code, stdout, stderr := runCmd(t, nil, "status", "--nodes", nodes, "--key", "k")
 	check("status", code, 0, stdout, stderr, `key "k" on 1 node, quorum 1`)
 	code, stdout, stderr = runCmd(t, nil, "exec", "--nodes", nodes, "--key", "k", "--verbose", "--",
-		binary, "status", "--nodes", nodes, "--key", "k")
+		redlockBinary(t), "status", "--nodes", nodes, "--key", "k")
 	check("exec", code, 0, stdout, stderr, `acquired "k" on a quorum of 1 node,`, "verdict: held on a quorum (1/1 node) by")
 	wrong := strings.ReplaceAll(nodes, password, "Wrong-Horse")
 	code, stdout, stderr = runCmd(t, nil, "exec", "--nodes", wrong, "--key", "k", "--", "true")
@@ -143,5 +177,29 @@ func TestExecTLSToAPlainServer(t *testing.T) {
 	code, stdout, _ = runCmd(t, nil, "status", "--nodes", nodes, "--key", "k")
 	if code != 1 || strings.Count(stdout, "refused") != 3 || strings.Count(stdout, "answers in plain text") != 3 {
 		t.Fatalf("status: exit %d\n%s", code, stdout)
+	}
+}
+
+// A key or a prefix the library would refuse is a usage error, found before any node is asked,
+// for exec and for status.
+func TestBadKeyOrPrefixIsAUsageError(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--key", "~redlock:x"}, `key "~redlock:x" starts with "~redlock:"`},
+		{[]string{"--key", "k", "--prefix", "{app"}, `key prefix "{app" opens a hash tag it does not close`},
+	} {
+		for _, cmd := range [][]string{{"exec"}, {"status"}} {
+			args := append(append(cmd, "--nodes", "redis://127.0.0.1:1"), tc.flags...)
+			if cmd[0] == "exec" {
+				args = append(args, "--", "true")
+			}
+			code, stdout, stderr := runCLI(t, args...)
+			if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, "redlock "+cmd[0]+": ") ||
+				!strings.Contains(stderr, tc.want) || strings.Contains(stderr, "dial") {
+				t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant 2 and %q, no node asked", args, code, stdout, stderr, tc.want)
+			}
+		}
 	}
 }
