@@ -289,3 +289,62 @@ func TestElectionBadInputSendsNothing(t *testing.T) {
 	}
 	term.Resign(ctx)
 }
+
+// A slow reader of Observe finds the latest state, not a backlog; Observe keeps up across a
+// node's restart.
+func TestRealServersObserveIsLatestAndSurvivesARestart(t *testing.T) {
+	ss := redistest.StartN(t, 3)
+	addrs := redistest.Addrs(ss)
+	newClient := func() *redlock.Client {
+		c, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithNodeTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	leader, watcher := election(t, newClient(), 3*time.Second), election(t, newClient(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	events := watcher.Observe(ctx)
+	next := func() redlock.Leader {
+		t.Helper()
+		select {
+		case l := <-events:
+			return l
+		case <-ctx.Done():
+			t.Fatal("no event")
+		}
+		return redlock.Leader{}
+	}
+	next() // no leader
+	term, err := leader.Campaign(ctx, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"v2", "v3", "v4"} {
+		if err := term.Proclaim(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the observer hears of every change; nobody reads
+	if l := next(); l.Value != "v4" {
+		t.Fatalf("a slow reader got %+v, not the latest state", l)
+	}
+	select {
+	case l := <-events:
+		t.Fatalf("a backlog after the latest state: %+v", l)
+	case <-time.After(200 * time.Millisecond):
+	}
+	ss[0].Restart(t)
+	if err := term.Proclaim(ctx, "v5"); err != nil {
+		t.Fatal(err)
+	}
+	if l := next(); l.Value != "v5" {
+		t.Fatalf("after a node's restart: %+v", l)
+	}
+	term.Resign(ctx)
+	if l := next(); l.Term != 0 {
+		t.Fatalf("after Resign: %+v", l)
+	}
+}
