@@ -133,6 +133,9 @@ func TestRealServersCloseIsBoundedWhenANodeStops(t *testing.T) {
 		if len(g) > 0 {
 			t.Errorf("%d locks: %d goroutines of the Client outlive Close:\n%s", locks, len(g), strings.Join(g, "\n\n"))
 		}
+		if locks == 1 {
+			ss[0].Resume() // the abandoned calls end at once; the 10 locks show they end anyway
+		}
 		for deadline := time.Now().Add(15 * time.Second); len(ourGoroutines()) > 0; time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%d locks: calls still running inside go-redis 15 s after Close:\n%s", locks, strings.Join(ourGoroutines(), "\n\n"))

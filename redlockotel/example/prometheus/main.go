@@ -52,14 +52,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	work := fs.Duration("work", 5*time.Millisecond, "how long each holds the lock")
 	ttl := fs.Duration("ttl", time.Second, "the lock's ttl")
 	runFor := fs.Duration("for", 0, "stop after this long and print the metrics; 0: until interrupted")
+	nodeTimeout := fs.Duration("node-timeout", 100*time.Millisecond, "how long a call waits for one node (redlock.WithNodeTimeout)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if *clients < 1 || *work < 0 || *ttl <= 0 || *runFor < 0 {
-		return errors.New("-clients ≥ 1, -work ≥ 0, -ttl > 0 and -for ≥ 0, please")
+	if *clients < 1 || *work < 0 || *ttl <= 0 || *runFor < 0 || *nodeTimeout <= 0 {
+		return errors.New("-clients ≥ 1, -work ≥ 0, -ttl > 0, -for ≥ 0 and -node-timeout > 0, please")
 	}
 	redis.SetLogger(quiet{})
 
@@ -104,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	err = contend(ctx, nodes, *clients, *ttl, *work, redlock.WithObserver(obs))
+	err = contend(ctx, nodes, *clients, *ttl, *work, redlock.WithObserver(obs), redlock.WithNodeTimeout(*nodeTimeout))
 	srv.Shutdown(context.Background())
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
@@ -116,7 +117,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // contend runs the clients until ctx ends, and closes them.
-func contend(ctx context.Context, addrs []string, clients int, ttl, work time.Duration, instrument redlock.Option) error {
+func contend(ctx context.Context, addrs []string, clients int, ttl, work time.Duration, opts ...redlock.Option) error {
 	var wg sync.WaitGroup
 	errs := make([]error, clients)
 	for i := range clients {
@@ -126,7 +127,7 @@ func contend(ctx context.Context, addrs []string, clients int, ttl, work time.Du
 			defer rdb.Close()
 			nodes = append(nodes, rdb)
 		}
-		c, err := redlock.New(nodes, instrument)
+		c, err := redlock.New(nodes, opts...)
 		if err != nil {
 			return err
 		}

@@ -10,10 +10,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// A short run on in-memory nodes prints every series, contended.
+// A short run on in-memory nodes prints every series, contended. The node timeout is generous:
+// a loaded machine running -race must not leave the run without an acquisition.
 func TestRunPrintsTheMetrics(t *testing.T) {
 	var out, errs bytes.Buffer
-	if err := run([]string{"-for", "300ms", "-listen", "127.0.0.1:0", "-clients", "3"}, &out, &errs); err != nil {
+	if err := run([]string{"-for", "500ms", "-listen", "127.0.0.1:0", "-clients", "3", "-node-timeout", "2s"}, &out, &errs); err != nil {
 		t.Fatalf("%v\n%s", err, errs.String())
 	}
 	for _, want := range []string{
