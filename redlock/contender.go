@@ -39,6 +39,9 @@ type result struct {
 	err     error
 	votes   int           // nodes that said yes
 	elapsed time.Duration // from the first send to the decision
+	// ahead is the fewest waiters any node has in line before this one, -1 when no node
+	// gave it a place.
+	ahead int64
 }
 
 // lock acquires what s says for ttl, waiting: the Lock of every primitive.
@@ -170,8 +173,25 @@ func (k *contender) pause(ctx context.Context, r result) error {
 	}
 }
 
-// delay is how long to wait after the failed attempt r when no release wakes the waiter.
+// ahead returns the fewest waiters that a node of out has in line before the attempt's waiter,
+// -1 when no node gave it a place.
+func ahead(out quorum.Outcome[wire.Grant]) int64 {
+	least := int64(-1)
+	for _, rep := range out.Replies {
+		if n := rep.Value.Ahead; n >= 0 && (least < 0 || n < least) {
+			least = n
+		}
+	}
+	return least
+}
+
+// delay is how long to wait after the failed attempt r when no release wakes the waiter. A
+// waiter with others ahead of it on every node is named by a release once its turn comes:
+// it only renews its place meanwhile, twice a lease, instead of trying at the retry delay.
 func (k *contender) delay(r result) time.Duration {
+	if r.ahead > 0 {
+		return k.c.lease() / 2
+	}
 	delay := k.c.retryDelay()
 	if r.votes > 0 || k.splits > 0 {
 		// A split vote, now or lately: nobody may hold the key once everyone's roll-back
@@ -250,7 +270,7 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 	}
 	k.rollback(ctx, a, out)
 	r := result{err: errors.Join(append([]error{ErrNotAcquired, err}, nodeErrors(c, ctx, out.Outcome, rd.wait)...)...),
-		votes: votes(out.Outcome), elapsed: c.clock.Now().Sub(start)}
+		votes: votes(out.Outcome), elapsed: c.clock.Now().Sub(start), ahead: ahead(out.Outcome)}
 	c.log.DebugContext(ctx, "redlock: not acquired", "kind", k.s.kind, "key", k.s.key, "votes", r.votes, "err", r.err)
 	c.decided(ctx, r.votes, r.elapsed, r.err)
 	return nil, r

@@ -190,7 +190,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		}
 		return fmt.Errorf("%w: it was released", ErrNotHeld)
 	}
-	until, err := c.renew(ctx, l.spec, l.token, ttl, start, l.pendingNodes())
+	until, err := c.renew(ctx, l.spec, l.token, ttl, start, l.pendingNodes)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -207,9 +207,10 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 
 // renew runs s's extend command for token on every node from start and returns the new
 // validity's end when a quorum renewed it within it; else an error wrapping ErrNotHeld when
-// so many nodes said no that no quorum holds it, or ErrNoQuorum. A no from a node in pending
-// does not count: its acquisition may not have landed yet.
-func (c *Client) renew(ctx context.Context, s *spec, token string, ttl time.Duration, start time.Time, pending []int) (time.Time, error) {
+// so many nodes said no that no quorum holds it, or ErrNoQuorum. A no from a node that pending
+// (nil for none) returns once the round is decided does not count: the node's acquisition may
+// not have landed yet.
+func (c *Client) renew(ctx context.Context, s *spec, token string, ttl time.Duration, start time.Time, pending func() []int) (time.Time, error) {
 	until := clock.Deadline(start, ttl, c.driftFactor)
 	rd := round[struct{}]{c: c, op: NodeExtend, cmd: s.ops.extend(token, ttl), decode: decodeHeld,
 		wait: min(c.nodeTimeout, until.Sub(start)), need: s.need}
@@ -220,7 +221,11 @@ func (c *Client) renew(ctx context.Context, s *spec, token string, ttl time.Dura
 		c.decided(ctx, votes(out.Outcome), now.Sub(start), nil)
 		return until, nil
 	}
-	err := c.verdict(ctx, s, out.Outcome, pending, rd.wait)
+	var late []int
+	if pending != nil {
+		late = pending()
+	}
+	err := c.verdict(ctx, s, out.Outcome, late, rd.wait)
 	if out.Quorum {
 		err = fmt.Errorf("%w: a quorum renewed it after %v, past the new validity", ErrNoQuorum, now.Sub(start))
 	}

@@ -124,8 +124,9 @@ func TestScriptsOnARealServer(t *testing.T) {
 	})
 
 	t.Run("the first in line takes the key", func(t *testing.T) {
-		if granted(t, run(t, c, wire.AcquireScript, acq("C", w2, 20))) {
-			t.Fatal("a waiter behind another took the free key")
+		ok, g, err := wire.DecodeGrant(run(t, c, wire.AcquireScript, acq("C", w2, 20)))
+		if err != nil || ok || g.Ahead != 1 {
+			t.Fatalf("a waiter behind another: granted %v, %d ahead, %v", ok, g.Ahead, err)
 		}
 		if !granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
 			t.Fatal("the first in line was refused")
