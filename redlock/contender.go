@@ -298,7 +298,7 @@ func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant]
 		now = c.clock.Now()
 	}
 	l := &Lock{c: c, spec: k.s, token: a.token, waiter: a.waiter, fence: fence, acquired: now, until: until,
-		pending: out.Pending}
+		ttl: k.ttl, pending: out.Pending}
 	c.track(l)
 	c.decided(ctx, votes(out.Outcome), now.Sub(start), nil)
 	return l, nil
@@ -313,12 +313,12 @@ func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Gra
 	cmd := k.s.ops.release(a.token, "", "")
 	for _, rep := range out.Replies {
 		if !errors.Is(rep.Err, errTaken) {
-			c.undo(ctx, rep.Node, cmd)
+			c.undo(ctx, rep.Node, cmd, a.ttl)
 		}
 	}
 	out.rest(func(rep quorum.Reply[wire.Grant]) {
 		if !errors.Is(rep.Err, errTaken) {
-			c.undo(ctx, rep.Node, cmd)
+			c.undo(ctx, rep.Node, cmd, a.ttl)
 		}
 	})
 }

@@ -6,11 +6,14 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2/server"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
@@ -404,5 +407,35 @@ func forge(ctx context.Context, nodes []redis.UniversalClient, stop <-chan struc
 				}
 			}
 		}
+	}
+}
+
+// Locks left to expire without Unlock do not pile up in the Client (which Close would release).
+func TestExpiredLocksAreNotKept(t *testing.T) {
+	ms := redistest.Minis(t, 3)
+	c, err := redlock.New(redistest.MiniClients(t, ms), redlock.WithNodeTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for i := range 1000 {
+		if _, err := c.TryLock(ctx, "k"+strconv.Itoa(i), 200*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 99 {
+			time.Sleep(210 * time.Millisecond) // they expire
+		}
+	}
+	var released atomic.Int32
+	ms[0].Server().SetPreHook(func(_ *server.Peer, cmd string, _ ...string) bool {
+		if cmd == "EVALSHA" || cmd == "EVAL" {
+			released.Add(1)
+		}
+		return false
+	})
+	c.Close()
+	if n := released.Load(); n > 200 {
+		t.Fatalf("Close released %d locks that had expired long before", n)
 	}
 }

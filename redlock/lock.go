@@ -26,6 +26,7 @@ type Lock struct {
 
 	mu       sync.Mutex
 	until    time.Time
+	ttl      time.Duration // the last acquisition's or Extend's
 	ended    bool
 	why      error         // why it ended: nil for Unlock
 	released bool          // a release was sent (by Unlock or Close)
@@ -195,7 +196,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	defer l.mu.Unlock()
 	switch {
 	case err == nil && !l.ended:
-		l.until = until
+		l.until, l.ttl = until, ttl
 		return nil
 	case err == nil:
 		return fmt.Errorf("%w: it ended while being extended", ErrNotHeld)
@@ -243,6 +244,13 @@ func (c *Client) verdict(ctx context.Context, s *spec, out quorum.Outcome[struct
 	}
 	errs := []error{sentinel, ctx.Err()}
 	return errors.Join(append(errs, nodeErrors(c, ctx, out, wait)...)...)
+}
+
+// holdFor is how long a release of l may take to reach a node: the key is gone after its ttl.
+func (l *Lock) holdFor() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ttl
 }
 
 func (l *Lock) pendingNodes() []int {
@@ -294,11 +302,11 @@ func (l *Lock) release(ctx context.Context, why error) error {
 	}
 	ctx = context.WithoutCancel(ctx)
 	start := c.clock.Now()
-	rd := round[struct{}]{c: c, op: NodeRelease, cmd: l.spec.ops.release(l.token, c.channel, l.waiter),
-		decode: decodeHeld, wait: c.nodeTimeout, need: l.spec.need}
-	callCtx, cancel := context.WithTimeout(ctx, rd.wait)
-	q := quorum.New[struct{}](len(c.nodes))
 	l.mu.Lock()
+	rd := round[struct{}]{c: c, op: NodeRelease, cmd: l.spec.ops.release(l.token, c.channel, l.waiter),
+		decode: decodeHeld, wait: c.nodeTimeout, need: l.spec.need, hold: l.ttl}
+	callCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
+	q := quorum.New[struct{}](len(c.nodes))
 	l.releasing = q
 	pending := slices.Clone(l.pending)
 	for i := range c.nodes {
@@ -307,7 +315,7 @@ func (l *Lock) release(ctx context.Context, why error) error {
 		}
 	}
 	l.mu.Unlock()
-	out := &asked[struct{}]{Outcome: q.Decide(rd.need, callCtx.Done(), nil), c: c, q: q, cancel: cancel}
+	out := &asked[struct{}]{Outcome: rd.decide(callCtx, q), c: c, q: q, cancel: cancel}
 	out.rest(nil)
 	var err error
 	if !out.Quorum {
@@ -331,7 +339,7 @@ func (l *Lock) late(rep quorum.Reply[wire.Grant]) {
 	}
 	err := errNotOwner
 	if !errors.Is(rep.Err, errTaken) || l.waiter != "" {
-		err = c.release(context.Background(), rep.Node, l.spec.ops.release(l.token, c.channel, l.waiter))
+		err = c.release(context.Background(), rep.Node, l.spec.ops.release(l.token, c.channel, l.waiter), l.holdFor())
 	}
 	q.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
 }

@@ -52,6 +52,7 @@ type Client struct {
 	closed bool
 	heldMu sync.Mutex
 	held   map[*Lock]struct{}
+	swept  int           // how many were held after the last look at them all
 	done   chan struct{} // closed by Close: ends waits
 	// ctx is the Client's background work's: Close cancels listening at once, and ctx once
 	// the replies in flight had their time.
@@ -235,10 +236,29 @@ func (c *Client) enter() error {
 
 func (c *Client) leave() { c.mu.RUnlock() }
 
-// track remembers l as held, for Close to release; untrack forgets it.
+// track remembers l as held, for Close to release; untrack forgets it. A lock left to expire
+// without Unlock ends when something looks at it; so that such locks do not pile up, track
+// looks at them all whenever the held ones have doubled since it last did.
 func (c *Client) track(l *Lock) {
 	c.heldMu.Lock()
 	c.held[l] = struct{}{}
+	var all []*Lock
+	if n := len(c.held); n >= 64 && n >= 2*c.swept {
+		all = make([]*Lock, 0, n)
+		for h := range c.held {
+			all = append(all, h)
+		}
+	}
+	c.heldMu.Unlock()
+	if all == nil {
+		return
+	}
+	now := c.clock.Now()
+	for _, h := range all {
+		h.endedAt(now) // ends (and untracks) an expired lock
+	}
+	c.heldMu.Lock()
+	c.swept = len(c.held)
 	c.heldMu.Unlock()
 }
 

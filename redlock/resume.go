@@ -38,7 +38,7 @@ func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	l := &Lock{c: c, spec: s, token: token, acquired: start, until: until}
+	l := &Lock{c: c, spec: s, token: token, acquired: start, until: until, ttl: ttl}
 	c.track(l)
 	return l, nil
 }

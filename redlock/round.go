@@ -18,6 +18,10 @@ type round[T any] struct {
 	decode func(reply any) (T, error) // errTaken or errNotOwner for a node's clear no
 	wait   time.Duration              // how long to wait for the decision
 	need   int
+	// hold, when longer than wait, is how long each call may take to be sent and answered:
+	// a release must reach its node even when a queue or a slow node delays it past the
+	// decision (a dropped reply or a deadline is not a no, and the key would stay for its ttl).
+	hold time.Duration
 }
 
 // ask runs the round under ctx and returns its decision: need nodes said yes, so many said no
@@ -29,9 +33,17 @@ type round[T any] struct {
 // (go-redis bounds a call by its own timeouts, not by the context) ends later, on its own.
 func (r round[T]) ask(ctx context.Context) *asked[T] {
 	c := r.c
-	callCtx, cancel := context.WithTimeout(ctx, r.wait)
+	callCtx, cancel := context.WithTimeout(ctx, max(r.wait, r.hold))
 	q := quorum.Start(callCtx, nil, len(c.nodes), r.call)
-	return &asked[T]{Outcome: q.Decide(r.need, callCtx.Done(), nil), c: c, q: q, cancel: cancel}
+	return &asked[T]{Outcome: r.decide(callCtx, q), c: c, q: q, cancel: cancel}
+}
+
+// decide is q's decision at r.need, within r.wait (of real time, as the calls' deadlines) and
+// while ctx lives.
+func (r round[T]) decide(ctx context.Context, q *quorum.Round[T]) quorum.Outcome[T] {
+	t := time.NewTimer(r.wait)
+	defer t.Stop()
+	return q.Decide(r.need, ctx.Done(), t.C)
 }
 
 // asked is a round that has been decided, with its replies still in flight.
@@ -167,11 +179,12 @@ func nodeErrors[T any](c *Client, ctx context.Context, out quorum.Outcome[T], wa
 	return errs
 }
 
-// release sends cmd, a release, to node i and returns its answer within the node timeout,
-// after the caller may have given up: it ignores ctx's cancellation. Like ask's calls, the
-// node call runs on a goroutine of its own that nobody waits for past its deadline.
-func (c *Client) release(ctx context.Context, i int, cmd command) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.nodeTimeout)
+// release sends cmd, a release, to node i and returns its answer, after the caller may have
+// given up: it ignores ctx's cancellation. The call may take hold (the lock's ttl, beyond
+// which the key is gone anyway) to be sent and answered; Close stops waiting for it. Like
+// ask's calls, it runs on a goroutine of its own that nobody waits for past its deadline.
+func (c *Client) release(ctx context.Context, i int, cmd command, hold time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(hold, c.nodeTimeout))
 	defer cancel()
 	r := round[struct{}]{c: c, op: NodeRelease, cmd: cmd, decode: decodeHeld}
 	replied := make(chan error, 1)
@@ -181,13 +194,15 @@ func (c *Client) release(ctx context.Context, i int, cmd command) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrClosed
 	}
 }
 
 // undo sends cmd, a roll-back, to node i in a goroutine of the Client (see release).
-func (c *Client) undo(ctx context.Context, i int, cmd command) {
+func (c *Client) undo(ctx context.Context, i int, cmd command, hold time.Duration) {
 	c.bg.Go(func() {
-		if err := c.release(ctx, i, cmd); err != nil && !errors.Is(err, errNotOwner) {
+		if err := c.release(ctx, i, cmd, hold); err != nil && !errors.Is(err, errNotOwner) {
 			c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", i, "err", err)
 		}
 	})
