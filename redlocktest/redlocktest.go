@@ -9,9 +9,10 @@
 // strictly increase, every primitive (Semaphore, RWMutex, LockAll, Resume, Do), the Observer, a
 // node stopped with SIGSTOP and a slow node (both decided without them), Close's bound with a
 // node stopped, the servers' error replies (READONLY, NOPERM) named, and replies of the wrong
-// shape. RunNode checks the Node contract call by call, for an adapter's own tests. Both need
-// redis-server (7 or later) on the PATH; without it they skip, or fail under make test and CI
-// (see internal/redistest.Require).
+// shape, with a count of the commands each refusing server received, which a client that
+// resends a command fails. RunNode checks the Node contract call by call, for an adapter's own
+// tests. Both need redis-server (7 or later) on the PATH: without it they skip, or fail when
+// REDLOCK_REQUIRE_REDIS is set or CI=true.
 //
 // An adapter module tests its nodes with a Connect of its own:
 //
