@@ -31,8 +31,11 @@ import (
 // be refused as taken by itself. A cluster's MOVED and ASK are followed: the node that
 // answered so did not run the command.
 //
-// Each call ends by its context's deadline: rueidis gives up waiting for the reply then (a
-// connection made for the call is bounded by the deadline too). Listen's subscription has no
+// Each call ends by its context's deadline: rueidis gives up waiting for the reply then, and
+// leaves the command queued in order on its connection (see inOrder). A call that must first
+// make a new connection (the old one failed) to a node that does not answer waits up to the
+// client's Dialer.Timeout (5 s by default) whatever its deadline; the redlock Client stops
+// waiting for it at the deadline, as for any late call. Listen's subscription has no
 // deadline: it ends when its context does, or when its connection fails (rueidis pings a
 // connection every Dialer.KeepAlive, 1 s by default, and drops it when ConnWriteTimeout, 10 s,
 // passes without an answer). Two steps of a subscription do not end with its context in
@@ -73,11 +76,14 @@ func (n *node) Eval(ctx context.Context, script redlock.Script, keys, args []str
 		return nil, err
 	}
 	c := n.client
+	ctx, done := inOrder(ctx)
+	defer done.release()
 	res := c.Do(ctx, c.B().Evalsha().Sha1(script.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	if err, ok := rueidis.IsRedisErr(res.Error()); ok && err.IsNoScript() {
 		res = c.Do(ctx, c.B().Eval().Script(script.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	}
 	v, err := res.ToAny()
+	err = done.why(err)
 	if rueidis.IsRedisNil(err) {
 		return nil, nil
 	}
@@ -102,7 +108,10 @@ func (n *node) sameSlot(keys []string) error {
 // SetNX sets key with SET NX PX.
 func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	c := n.client
+	ctx, done := inOrder(ctx)
+	defer done.release()
 	err := c.Do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttl.Milliseconds()).Build()).Error()
+	err = done.why(err)
 	switch {
 	case rueidis.IsRedisNil(err):
 		return false, nil
@@ -110,6 +119,34 @@ func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 		return false, err
 	}
 	return true, nil
+}
+
+// inOrder returns a context that ends when ctx does but has no deadline, for a call that
+// must end with ctx yet leave its connection open: given a deadline, rueidis reads the reply of a
+// call that is alone on its connection with that deadline on the socket, and closes the
+// connection when it passes. The command may then still reach the node after a later one sent
+// on a new connection: an acquisition after its own roll-back, a lock that nobody holds and
+// everyone is refused until its ttl. Without a deadline rueidis queues the call on the connection
+// and gives up waiting when the context ends, leaving the command in place, in order. The
+// returned done releases the context; its why turns the error of a call that the context ended
+// into ctx's own (context.DeadlineExceeded, rather than the copy's Canceled).
+func inOrder(ctx context.Context) (context.Context, ended) {
+	detached, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	return detached, ended{ctx: ctx, release: func() { stop(); cancel() }}
+}
+
+// ended releases inOrder's context, and tells why a call failed.
+type ended struct {
+	ctx     context.Context
+	release func()
+}
+
+func (e ended) why(err error) error {
+	if errors.Is(err, context.Canceled) && e.ctx.Err() != nil {
+		return e.ctx.Err()
+	}
+	return err
 }
 
 // errUnsubscribed is Listen's error when the subscription ended without a failure of its own.
