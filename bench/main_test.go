@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 	redistest.Quiet()
 	code := m.Run()
 	stopClusters()
+	stopFive()
 	stopEnv()
 	os.Exit(code)
 }

@@ -13,8 +13,8 @@ BENCHSTAT=${BENCHSTAT:-"$GO run golang.org/x/perf/cmd/benchstat@v0.0.0-202609082
 
 # case pattern, then -benchtime: a fixed number of ops, so that the libraries of a case get
 # the same sample for their percentiles, except redsync with a slow node, which waits for it
-# (85 ms an op) and gets fewer; the contended case is one 2 s window an op, the gray-failure
-# case one 4 s window an op. benchreport compares the gray-failure case's variants and
+# (85 ms an op) and gets fewer; the contended cases (BenchmarkContended, and BenchmarkRueidis's
+# mode=contended) are one 2 s window an op, the gray-failure case one 4 s window an op. benchreport compares the gray-failure case's variants and
 # libraries within a round by the test process that ran them: keep it one pattern, one process
 # a round.
 cases=(
@@ -25,6 +25,8 @@ cases=(
 	'^BenchmarkNodes$' 1000x
 	'^BenchmarkCluster$' 1000x
 	'^BenchmarkGrayFailure$' 1x
+	'^BenchmarkRueidis$/^mode=(serial|g8|g64)$' 1000x
+	'^BenchmarkRueidis$/^mode=contended$' 1x
 )
 
 tmp=$(mktemp -d)
@@ -49,13 +51,13 @@ done
 	echo "os: $(uname -sr)"
 	echo "go: $($GO version)"
 	echo "redis: $(redis-server --version)"
-	$GO list -m -f 'module: {{.Path}} {{.Version}}' github.com/go-redsync/redsync/v4 github.com/bsm/redislock github.com/redis/go-redis/v9
+	$GO list -m -f 'module: {{.Path}} {{.Version}}' github.com/go-redsync/redsync/v4 github.com/bsm/redislock github.com/redis/go-redis/v9 github.com/redis/rueidis github.com/valkey-io/valkey-go
 	echo "load average (1, 5, 15 min) before: $load_before"
 	echo "load average (1, 5, 15 min) after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "rounds: $ROUNDS"
 	for ((i = 0; i < ${#cases[@]}; i += 2)); do echo "benchtime: ${cases[i]} ${cases[i + 1]}"; done
 } >results/machine.txt
 
-$BENCHSTAT -col '/impl@(floor redlock redsync redsync-failfast redislock-1node)' "$raw" >results/benchstat.txt
+$BENCHSTAT -col '/impl@(floor redlock redsync redsync-failfast redislock-1node redlock-rueidis redsync-rueidis rueidislock)' "$raw" >results/benchstat.txt
 $GO run ./cmd/benchreport -dir results -notes limits.md -out BENCHMARKS.md -svg chart.svg
 echo "wrote bench/BENCHMARKS.md and bench/chart.svg" >&2

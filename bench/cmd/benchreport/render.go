@@ -27,7 +27,7 @@ const (
 	redsync = "redsync"
 )
 
-var implOrder = []string{floor, ours, redsync, "redsync-failfast", "redislock-1node"}
+var implOrder = []string{floor, ours, redsync, "redsync-failfast", "redislock-1node", oursRueidis, redsyncRueidis, rueidislock}
 
 // impls returns the impls the case has results for, in the page's order.
 func (r results) impls(c string) []string {
@@ -234,6 +234,7 @@ func render(r results, runs []results, machine, stat, limits, svg string) string
 	}
 
 	graySection(&b, r, grays)
+	rueidisSection(&b, r)
 
 	if limits != "" {
 		p("\n## What limits it\n\n%s", limits)
@@ -336,5 +337,5 @@ func targets(r results) []goal {
 		g.got = fmt.Sprintf("%.*f× (floor %.*f×)", d, x, d, y)
 		g.met = x <= y
 	}
-	return append(gs, g)
+	return append(append(gs, g), rueidisTargets(r)...)
 }

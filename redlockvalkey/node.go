@@ -1,0 +1,213 @@
+// Package redlockvalkey runs the redlock library on valkey-go clients: Node wraps a
+// valkey.Client (standalone, cluster or sentinel) as a redlock.Node, and redlock.NewNodes makes
+// a Client of such nodes, alone or mixed with nodes of other clients.
+//
+//	client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{"10.0.0.1:6379"}})
+//	...
+//	c, err := redlock.NewNodes([]redlock.Node{redlockvalkey.Node(client), ...})
+package redlockvalkey
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/quorumlock/redlock/internal/keyslot"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// A node is one redlock node over a valkey-go client.
+//
+// Every command is sent once. valkey-go retries only the commands it knows to be read-only (or
+// that were marked retryable); EVALSHA, EVAL and SET are writes, so it never resends them,
+// whatever ClientOption.DisableRetry says: a resent acquisition that had reached the node would
+// be refused as taken by itself. A cluster's MOVED and ASK are followed: the node that
+// answered so did not run the command.
+//
+// Each call ends by its context's deadline: valkey-go gives up waiting for the reply then, and
+// leaves the command queued in order on its connection (see inOrder). A call that must first
+// make a new connection (the old one failed) to a node that does not answer waits up to the
+// client's Dialer.Timeout (5 s by default) whatever its deadline; the redlock Client stops
+// waiting for it at the deadline, as for any late call. Listen's subscription has no
+// deadline: it ends when its context does, or when its connection fails (valkey-go pings a
+// connection every Dialer.KeepAlive, 1 s by default, and drops it when ConnWriteTimeout, 10 s,
+// passes without an answer). Two steps of a subscription do not end with its context in
+// valkey-go: making its connection (bounded by Dialer.Timeout, 5 s by default, when the node does
+// not answer) and closing it (up to 1 s when the node has gone silent). Listen returns when
+// its context ends all the same, and leaves them to finish in a goroutine of their own, as a
+// redlock Client leaves a node call that its client does not end by its deadline.
+type node struct {
+	client  valkey.Client
+	addr    string
+	cluster bool // a script's keys must then share a hash slot
+}
+
+var _ redlock.Node = (*node)(nil)
+
+// Node returns client as a node of a redlock Client, for redlock.NewNodes. A cluster client is
+// one node (one vote): every key of a lock on it lives in the lock key's hash slot. The node
+// does not own client: closing the redlock Client leaves it open, and it must stay open as
+// long as the redlock Client is used.
+//
+// Give each node of a Client its own valkey-go client to its own Redis master: NewNodes cannot
+// tell two nodes over one client, or one server, apart.
+func Node(client valkey.Client) redlock.Node {
+	return &node{
+		client:  client,
+		addr:    strings.Join(slices.Sorted(maps.Keys(client.Nodes())), ","),
+		cluster: client.Mode() == valkey.ClientModeCluster,
+	}
+}
+
+// String returns the node's address (a cluster's known addresses, comma-separated), which a
+// redlock Client names it by in errors.
+func (n *node) String() string { return n.addr }
+
+// Eval runs script with EVALSHA, and with EVAL when the node answers NOSCRIPT.
+func (n *node) Eval(ctx context.Context, script redlock.Script, keys, args []string) (any, error) {
+	if err := n.sameSlot(keys); err != nil {
+		return nil, err
+	}
+	c := n.client
+	ctx, done := inOrder(ctx)
+	defer done.release()
+	res := c.Do(ctx, c.B().Evalsha().Sha1(script.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	if err, ok := valkey.IsValkeyErr(res.Error()); ok && err.IsNoScript() {
+		res = c.Do(ctx, c.B().Eval().Script(script.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	}
+	v, err := res.ToAny()
+	err = done.why(err)
+	if valkey.IsValkeyNil(err) {
+		return nil, nil
+	}
+	return v, err
+}
+
+// sameSlot fails, on a cluster, for keys in more than one hash slot, which no node of a
+// cluster runs a script on (valkey-go would panic building the command).
+func (n *node) sameSlot(keys []string) error {
+	if !n.cluster || len(keys) < 2 {
+		return nil
+	}
+	first := keyslot.Of(keys[0])
+	for _, k := range keys[1:] {
+		if s := keyslot.Of(k); s != first {
+			return fmt.Errorf("redlockvalkey: keys %q and %q are in hash slots %d and %d of a cluster, where a script touches one slot", keys[0], k, first, s)
+		}
+	}
+	return nil
+}
+
+// SetNX sets key with SET NX PX.
+func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	c := n.client
+	ctx, done := inOrder(ctx)
+	defer done.release()
+	err := c.Do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttl.Milliseconds()).Build()).Error()
+	err = done.why(err)
+	switch {
+	case valkey.IsValkeyNil(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// inOrder returns a context that ends when ctx does but has no deadline, for a call that
+// must end with ctx yet leave its connection open: given a deadline, valkey-go reads the reply of a
+// call that is alone on its connection with that deadline on the socket, and closes the
+// connection when it passes. The command may then still reach the node after a later one sent
+// on a new connection: an acquisition after its own roll-back, a lock that nobody holds and
+// everyone is refused until its ttl. Without a deadline valkey-go queues the call on the connection
+// and gives up waiting when the context ends, leaving the command in place, in order. The
+// returned done releases the context; its why turns the error of a call that the context ended
+// into ctx's own (context.DeadlineExceeded, rather than the copy's Canceled).
+func inOrder(ctx context.Context) (context.Context, ended) {
+	detached, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	return detached, ended{ctx: ctx, release: func() { stop(); cancel() }}
+}
+
+// ended releases inOrder's context, and tells why a call failed.
+type ended struct {
+	ctx     context.Context
+	release func()
+}
+
+func (e ended) why(err error) error {
+	if errors.Is(err, context.Canceled) && e.ctx.Err() != nil {
+		return e.ctx.Err()
+	}
+	return err
+}
+
+// errUnsubscribed is Listen's error when the subscription ended without a failure of its own.
+var errUnsubscribed = errors.New("redlockvalkey: the subscription ended")
+
+// Listen subscribes in a goroutine, which it leaves when ctx ends (see node): ready and
+// deliver are never called after Listen returned.
+func (n *node) Listen(ctx context.Context, channels []string, ready func(), deliver func(channel, payload string)) error {
+	var mu sync.Mutex
+	over := false
+	guard := func(f func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !over {
+			f()
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- n.subscribe(ctx, channels, func() { guard(ready) }, func(ch, payload string) {
+			guard(func() { deliver(ch, payload) })
+		})
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		mu.Lock()
+		over = true
+		mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// subscribe subscribes on a connection of its own (a dedicated client), so that the
+// subscriptions of several redlock Clients over one valkey-go client never end one another's,
+// and closes that connection when it returns: returned to the pool, it would be unsubscribed
+// first with no deadline.
+func (n *node) subscribe(ctx context.Context, channels []string, ready func(), deliver func(channel, payload string)) error {
+	dc, release := n.client.Dedicate()
+	defer release()
+	defer dc.Close()
+
+	// The hook runs in the connection's reading goroutine, one confirmation after another.
+	waiting := make(map[string]bool, len(channels))
+	for _, ch := range channels {
+		waiting[ch] = true
+	}
+	hooked := valkey.WithOnSubscriptionHook(ctx, func(s valkey.PubSubSubscription) {
+		if s.Kind == "subscribe" && waiting[s.Channel] {
+			delete(waiting, s.Channel)
+			if len(waiting) == 0 {
+				ready()
+			}
+		}
+	})
+	err := dc.Receive(hooked, dc.B().Subscribe().Channel(channels...).Build(), func(m valkey.PubSubMessage) {
+		deliver(m.Channel, m.Message)
+	})
+	if err == nil {
+		err = errUnsubscribed
+	}
+	return err
+}
