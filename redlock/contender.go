@@ -26,9 +26,10 @@ type contender struct {
 	c     *Client
 	s     *spec
 	ttl   time.Duration
-	call  Call    // as reported to the Observer
-	w     *waiter // set once it waits
-	place int64   // its place in line: when it began waiting
+	call  Call            // as reported to the Observer
+	w     *waiter         // set once it waits
+	ready <-chan struct{} // closed once the Client hears releases
+	place int64           // its place in line: when it began waiting
 	// splits counts the attempts in a row that won some nodes but no quorum, since the last
 	// release it heard.
 	splits int
@@ -116,6 +117,7 @@ func (k *contender) listen(ctx context.Context) error {
 		return err
 	}
 	w, ready := c.listener.join(k.s)
+	k.ready = ready
 	c.leave()
 	k.w, k.place = w, c.clock.Now().UnixMicro()
 	c.recent.mark(k.s.wake[0], c.clock.Now().Add(k.ttl))
@@ -189,6 +191,11 @@ func ahead(out quorum.Outcome[wire.Grant]) int64 {
 // waiter with others ahead of it on every node is named by a release once its turn comes:
 // it only renews its place meanwhile, twice a lease, instead of trying at the retry delay.
 func (k *contender) delay(r result) time.Duration {
+	select {
+	case <-k.ready:
+	default: // the Client cannot hear releases yet: try again soon
+		return min(k.c.retryDelay(), k.c.nodeTimeout)
+	}
 	if r.ahead > 0 {
 		return k.c.lease() / 2
 	}

@@ -33,9 +33,9 @@ import (
 //
 // Each call ends by its context's deadline: rueidis gives up waiting for the reply then, and
 // leaves the command queued in order on its connection (see inOrder). A call that must first
-// make a new connection (the old one failed) to a node that does not answer waits up to the
-// client's Dialer.Timeout (5 s by default) whatever its deadline; the redlock Client stops
-// waiting for it at the deadline, as for any late call. Listen's subscription has no
+// make a new connection (the old one failed) to a node that does not answer goes on up to the
+// client's Dialer.Timeout (5 s by default) whatever its deadline, but alone: the node's method
+// returns at the deadline all the same (see byDeadline). Listen's subscription has no
 // deadline: it ends when its context does, or when its connection fails (rueidis pings a
 // connection every Dialer.KeepAlive, 1 s by default, and drops it when ConnWriteTimeout, 10 s,
 // passes without an answer). Two steps of a subscription do not end with its context in
@@ -72,6 +72,10 @@ func (n *node) String() string { return n.addr }
 
 // Eval runs script with EVALSHA, and with EVAL when the node answers NOSCRIPT.
 func (n *node) Eval(ctx context.Context, script redlock.Script, keys, args []string) (any, error) {
+	return byDeadline(ctx, func(ctx context.Context) (any, error) { return n.eval(ctx, script, keys, args) })
+}
+
+func (n *node) eval(ctx context.Context, script redlock.Script, keys, args []string) (any, error) {
 	if err := n.sameSlot(keys); err != nil {
 		return nil, err
 	}
@@ -107,6 +111,10 @@ func (n *node) sameSlot(keys []string) error {
 
 // SetNX sets key with SET NX PX.
 func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return byDeadline(ctx, func(ctx context.Context) (bool, error) { return n.setNX(ctx, key, value, ttl) })
+}
+
+func (n *node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	c := n.client
 	ctx, done := inOrder(ctx)
 	defer done.release()
@@ -119,6 +127,28 @@ func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 		return false, err
 	}
 	return true, nil
+}
+
+// byDeadline runs call and returns by ctx's end whatever call does: the client cannot end the
+// making of a connection (its Dialer.Timeout) by a context. The call then goes on alone until
+// it ends, as a redlock Client leaves any late call.
+func byDeadline[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := call(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // inOrder returns a context that ends when ctx does but has no deadline, for a call that
