@@ -51,24 +51,32 @@ type setOnce struct{ *redis.BoolCmd }
 func (setOnce) NoRetry() bool { return true }
 
 func (n *goredisNode) Eval(ctx context.Context, script Script, keys, args []string) (any, error) {
-	v, err := n.eval(ctx, "evalsha", script.SHA1(), keys, args)
+	v, err := n.eval(ctx, boxArgs("evalsha", script.SHA1(), keys, args))
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, err = n.eval(ctx, "eval", script.Source(), keys, args)
+		v, err = n.eval(ctx, boxArgs("eval", script.Source(), keys, args))
 	}
 	return v, err
 }
 
-func (n *goredisNode) eval(ctx context.Context, verb, script string, keys, args []string) (any, error) {
-	a := make([]any, 0, 3+len(keys)+len(args))
-	a = append(a, verb, script, len(keys))
-	for _, k := range keys {
-		a = append(a, k)
+// send sends cmd with the arguments it boxed once for every go-redis node (see boxed).
+func (n *goredisNode) do(ctx context.Context, cmd command) (any, error) {
+	b := cmd.box.of(cmd)
+	if cmd.script == nil {
+		return n.setNX(ctx, b.set)
 	}
-	for _, s := range args {
-		a = append(a, s)
+	v, err := n.eval(ctx, b.evalsha)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		eval := slices.Clone(b.evalsha)
+		eval[0], eval[1] = "eval", cmd.script.Source()
+		v, err = n.eval(ctx, eval)
 	}
+	return v, err
+}
+
+// eval sends EVALSHA or EVAL with a, its arguments from the verb on.
+func (n *goredisNode) eval(ctx context.Context, a []any) (any, error) {
 	cmd := once{redis.NewCmd(ctx, a...)}
-	if len(keys) > 0 {
+	if a[2] != 0 {
 		cmd.SetFirstKeyPos(3) // for a cluster, as go-redis's own EVALSHA
 	}
 	switch err := n.send(ctx, cmd); {
@@ -81,7 +89,12 @@ func (n *goredisNode) eval(ctx context.Context, verb, script string, keys, args 
 }
 
 func (n *goredisNode) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	cmd := setOnce{redis.NewBoolCmd(ctx, "set", key, value, "px", ttl.Milliseconds(), "nx")}
+	return n.setNX(ctx, []any{"set", key, value, "px", ttl.Milliseconds(), "nx"})
+}
+
+// setNX sends SET with a, its arguments from the verb on.
+func (n *goredisNode) setNX(ctx context.Context, a []any) (bool, error) {
+	cmd := setOnce{redis.NewBoolCmd(ctx, a...)}
 	if err := n.send(ctx, cmd); err != nil && !errors.Is(err, redis.Nil) {
 		return false, err
 	}

@@ -349,3 +349,34 @@ func TestLockingAgainQueuesBehindWaiters(t *testing.T) {
 		t.Fatalf("served %q, want %q", order, want)
 	}
 }
+
+// An orphaned lock is left on the nodes to expire: neither the Client's keeper nor Close
+// touches it, and Unlock says it is not held.
+func TestOrphanLeavesTheLockToExpire(t *testing.T) {
+	ms, c := cluster(t, 3)
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "tick", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.KeepAlive(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	l.Orphan()
+	if !closed(l.Lost()) || l.Err() != nil {
+		t.Fatalf("after Orphan: Lost closed %v, Err %v", closed(l.Lost()), l.Err())
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Unlock after Orphan: %v", err)
+	}
+	c.Close()
+	held := 0
+	for _, m := range ms {
+		if v, _ := m.Get("tick"); v == l.Token() {
+			held++
+		}
+	}
+	if held < 2 {
+		t.Fatalf("after Close, %d nodes hold the orphaned lock; its key must be left to expire", held)
+	}
+}

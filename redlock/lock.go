@@ -292,7 +292,7 @@ func (l *Lock) release(ctx context.Context, why error) error {
 	case closed:
 		return fmt.Errorf("%w: Close released the lock", ErrClosed)
 	case again:
-		return fmt.Errorf("%w: released already", ErrNotHeld)
+		return fmt.Errorf("%w: released or orphaned already", ErrNotHeld)
 	}
 	if why == nil { // Close's releases run after it closed the Client
 		if err := c.enter(); err != nil {
@@ -323,6 +323,20 @@ func (l *Lock) release(ctx context.Context, why error) error {
 	}
 	c.decided(ctx, votes(out.Outcome), c.clock.Now().Sub(start), err)
 	return err
+}
+
+// Orphan ends the lock without releasing it: the Client stops keeping it (KeepAlive) and
+// forgets it, so that Close leaves it too, and its keys expire on the nodes with their ttl.
+// Lost closes and Err returns nil, as after Unlock; a later Unlock or Extend returns an error
+// wrapping ErrNotHeld. Use it for a lock that must outlive its holder's work, such as a mark
+// that a scheduled job ran for this tick. It sends nothing.
+func (l *Lock) Orphan() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ended {
+		l.released = true
+		l.endLocked(nil)
+	}
 }
 
 // late takes the reply of an acquisition call that returned after the lock was granted. If

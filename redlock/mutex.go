@@ -35,7 +35,7 @@ func (c *Client) mutex(key string) *spec {
 
 func (m mutexOps) acquire(a attempt) command {
 	if a.waiter == "" && m.keys.Fence == "" {
-		return command{keys: []string{m.keys.Lock}, args: []string{a.token}, ttl: a.ttl}
+		return command{keys: []string{m.keys.Lock}, args: []string{a.token}, ttl: a.ttl, box: &boxed{}}
 	}
 	return run(wire.AcquireScript, wire.Acquire{Keys: m.keys, Token: a.token, TTL: a.ttl,
 		Waiter: a.waiter, Place: a.place, Lease: a.lease})

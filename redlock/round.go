@@ -95,6 +95,9 @@ func (r round[T]) call(ctx context.Context, i int) (T, error) {
 
 // send sends cmd to node i.
 func (c *Client) send(ctx context.Context, i int, cmd command) (any, error) {
+	if n, ok := c.nodes[i].(*goredisNode); ok && cmd.box != nil {
+		return n.do(ctx, cmd)
+	}
 	if cmd.script == nil {
 		return c.nodes[i].SetNX(ctx, cmd.keys[0], cmd.args[0], cmd.ttl)
 	}

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
@@ -52,6 +53,40 @@ type command struct {
 	script     *wire.Script
 	keys, args []string
 	ttl        time.Duration
+	box        *boxed // for go-redis nodes: the arguments boxed once for all of them
+}
+
+// boxed holds a command's arguments as go-redis takes them ([]any, each string boxed), made
+// once and shared by the go-redis nodes of a round, which only read them.
+type boxed struct {
+	once         sync.Once
+	evalsha, set []any
+}
+
+// of returns cmd's arguments boxed: EVALSHA's, or SET's.
+func (b *boxed) of(cmd command) *boxed {
+	b.once.Do(func() {
+		if cmd.script == nil {
+			b.set = []any{"set", cmd.keys[0], cmd.args[0], "px", cmd.ttl.Milliseconds(), "nx"}
+			return
+		}
+		b.evalsha = boxArgs("evalsha", cmd.script.SHA1(), cmd.keys, cmd.args)
+	})
+	return b
+}
+
+// boxArgs returns EVALSHA's or EVAL's arguments: the verb, the script or its SHA1, the number
+// of keys, the keys and the arguments.
+func boxArgs(verb, script string, keys, args []string) []any {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, verb, script, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	for _, s := range args {
+		a = append(a, s)
+	}
+	return a
 }
 
 // encoder is the arguments of a script (package wire).
@@ -59,7 +94,7 @@ type encoder interface{ Encode() (keys, args []string) }
 
 func run(s *wire.Script, e encoder) command {
 	keys, args := e.Encode()
-	return command{script: s, keys: keys, args: args}
+	return command{script: s, keys: keys, args: args, box: &boxed{}}
 }
 
 // secrets returns what a node's error must not show of cmd: its arguments that may be tokens
