@@ -1,0 +1,170 @@
+package redlockgocron_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/google/uuid"
+
+	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlockgocron"
+)
+
+func locker(t *testing.T, c *redlock.Client, ttl time.Duration) *redlockgocron.Locker {
+	t.Helper()
+	l, err := redlockgocron.NewLocker(c, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Three schedulers, each with a Client of its own, run one job every interval from a common
+// start: every tick runs exactly once across them.
+func TestLockerRunsEachTickOnce(t *testing.T) {
+	const (
+		interval = 500 * time.Millisecond
+		ttl      = interval / 2 // the longest NewLocker allows for this interval
+		ticks    = 7
+	)
+	ms := members(t, 3, servers(t, 3), nil)
+	start := time.Now().Add(300 * time.Millisecond).Truncate(100 * time.Millisecond)
+	var mu sync.Mutex
+	runs := map[int][]int{} // tick -> the schedulers that ran it
+	var refused atomic.Int32
+	for i, m := range ms {
+		s, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker(t, m.c, ttl)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.NewJob(gocron.DurationJob(interval),
+			gocron.NewTask(func() {
+				tick := int((time.Since(start) + interval/2) / interval)
+				mu.Lock()
+				runs[tick] = append(runs[tick], i)
+				mu.Unlock()
+			}),
+			gocron.WithName("report"),
+			gocron.WithStartAt(gocron.WithStartDateTime(start)),
+			gocron.WithEventListeners(gocron.AfterLockError(func(uuid.UUID, string, error) { refused.Add(1) })))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		defer s.Shutdown()
+	}
+	// The last tick fires at start + (ticks-1)*interval; it is decided within ttl/2.
+	time.Sleep(time.Until(start.Add((ticks-1)*interval + interval/2)))
+	mu.Lock()
+	defer mu.Unlock()
+	for tick := range ticks {
+		if len(runs[tick]) != 1 {
+			t.Errorf("tick %d ran on schedulers %v, want exactly one", tick, runs[tick])
+		}
+	}
+	for tick, who := range runs {
+		if tick >= ticks && len(who) > 1 {
+			t.Errorf("tick %d ran on schedulers %v", tick, who)
+		}
+	}
+	t.Logf("runs per tick: %v; runs refused: %d", runs, refused.Load())
+}
+
+// When the schedulers split the nodes, no TryLock wins, and yet exactly one Locker does.
+func TestLockerSettlesASplitVote(t *testing.T) {
+	const ttl = time.Second
+	split := newSplitter(3)
+	ms := members(t, 3, servers(t, 3), split)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// all has every member call lock at once, and returns how many won, and each one's error.
+	all := func(key string, lock func(m *member) error) (won int, errs []error) {
+		split.arm()
+		errs = make([]error, len(ms))
+		var wg sync.WaitGroup
+		for i, m := range ms {
+			wg.Go(func() { errs[i] = lock(m) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err == nil {
+				won++
+			} else if !errors.Is(err, redlock.ErrNotAcquired) {
+				t.Errorf("%s: %v", key, err)
+			}
+		}
+		return won, errs
+	}
+	if won, errs := all("bare", func(m *member) error {
+		_, err := m.c.TryLock(ctx, redlockgocron.KeyPrefix+"bare", ttl)
+		return err
+	}); won != 0 {
+		t.Fatalf("the set-up does not split the vote: %d TryLock calls won; errors %q", won, errs)
+	}
+	for round := range 3 {
+		key := fmt.Sprintf("job-%d", round)
+		if won, errs := all(key, func(m *member) error {
+			_, err := locker(t, m.c, ttl).Lock(ctx, key)
+			return err
+		}); won != 1 {
+			t.Errorf("round %d: %d schedulers won the tick, want exactly one; errors %q", round, won, errs)
+		}
+	}
+}
+
+// Unlock leaves the mark: the same job is refused on another scheduler until the ttl passed.
+func TestLockerLeavesTheMarkToExpire(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	ms := members(t, 2, servers(t, 3), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, b := locker(t, ms[0].c, ttl), locker(t, ms[1].c, ttl)
+	lock, err := a.Lock(ctx, "report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Lock(ctx, "report"); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("the same tick on another scheduler: %v, want ErrNotAcquired", err)
+	}
+	if _, err := b.Lock(ctx, "other"); err != nil {
+		t.Fatalf("another job: %v", err)
+	}
+	time.Sleep(ttl)
+	if _, err := b.Lock(ctx, "report"); err != nil {
+		t.Fatalf("the next tick, after the ttl: %v", err)
+	}
+}
+
+func TestNewLockerRefusesBadInputAndSendsNothing(t *testing.T) {
+	nodes, c := minis(t, 3)
+	before := commands(nodes)
+	for _, tc := range []struct {
+		name string
+		c    *redlock.Client
+		ttl  time.Duration
+	}{
+		{"nil client", nil, time.Second},
+		{"zero ttl", c, 0},
+		{"negative ttl", c, -time.Second},
+		{"ttl in µs", c, 1500 * time.Microsecond},
+		{"ttl within the drift", c, 2 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if l, err := redlockgocron.NewLocker(tc.c, tc.ttl); err == nil || l != nil {
+				t.Fatalf("NewLocker = %v, %v; want an error", l, err)
+			}
+		})
+	}
+	if n := commands(nodes) - before; n != 0 {
+		t.Errorf("bad input sent %d commands", n)
+	}
+}
