@@ -56,10 +56,8 @@ var _ gocron.Locker = (*Locker)(nil)
 // so exactly one of them takes the mark, and the others give up when their ttl/2 has passed,
 // before the mark can expire.
 //
-// Each mark is a redlock.Lock that the Locker drops. Its Client forgets it only lazily, and
-// Close releases the marks it still holds, those of recent ticks too (a gap of the redlock
-// library: see docs/gocron.md, Known gaps); an Observer hears of each mark's end as of a lost
-// lock.
+// Each mark is a redlock.Lock that the Locker's Unlock orphans (redlock.Lock.Orphan): the
+// Client forgets it, and its key expires with the ttl, whatever the Client does next.
 //
 // NewLocker fails on a nil c, and on a ttl that Client.Lock refuses; it sends nothing.
 func NewLocker(c *redlock.Client, ttl time.Duration) (*Locker, error) {
@@ -80,9 +78,9 @@ func NewLocker(c *redlock.Client, ttl time.Duration) (*Locker, error) {
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	deadline := time.Now().Add(l.ttl / 2)
 	name := KeyPrefix + key
-	_, err := l.c.TryLock(ctx, name, l.ttl)
+	lock, err := l.c.TryLock(ctx, name, l.ttl)
 	if err == nil {
-		return mark{}, nil
+		return mark{lock}, nil
 	}
 	if !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
 		return nil, fmt.Errorf("redlock: redlockgocron: job %q: %w", key, err)
@@ -94,15 +92,18 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	// wins could expire.
 	wait, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	if _, err := l.c.Lock(wait, name, l.ttl); err != nil {
+	if lock, err = l.c.Lock(wait, name, l.ttl); err != nil {
 		return nil, fmt.Errorf("redlock: redlockgocron: job %q: not acquired within ttl/2 (%v) after a split vote: %w", key, l.ttl/2, err)
 	}
-	return mark{}, nil
+	return mark{lock}, nil
 }
 
 // A mark is a tick that this scheduler runs. Its key stays until it expires with the ttl.
-type mark struct{}
+type mark struct{ lock *redlock.Lock }
 
-// Unlock does nothing: the mark expires with its ttl, so that the schedulers that start the
-// same tick later are refused.
-func (mark) Unlock(context.Context) error { return nil }
+// Unlock leaves the mark to expire with its ttl (redlock.Lock.Orphan), so that the schedulers
+// that start the same tick later are refused, even after this scheduler's Client closed.
+func (m mark) Unlock(context.Context) error {
+	m.lock.Orphan()
+	return nil
+}

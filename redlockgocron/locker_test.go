@@ -168,3 +168,21 @@ func TestNewLockerRefusesBadInputAndSendsNothing(t *testing.T) {
 		t.Errorf("bad input sent %d commands", n)
 	}
 }
+
+// The mark of a tick outlives the Client that ran it: a scheduler that starts the same tick
+// after the first one's Client closed is refused.
+func TestLockerMarkOutlivesTheClient(t *testing.T) {
+	const ttl = 10 * time.Second
+	ms := members(t, 2, servers(t, 3), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lock, err := locker(t, ms[0].c, ttl).Lock(ctx, "report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock.Unlock(ctx) // the run ended; the mark stays for the ttl
+	ms[0].c.Close()  // the first scheduler shuts down
+	if _, err := locker(t, ms[1].c, ttl).Lock(ctx, "report"); err == nil {
+		t.Fatal("the same tick ran again on another scheduler: the first one's Client released its mark on Close")
+	}
+}
