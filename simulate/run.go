@@ -41,7 +41,7 @@ type Options struct {
 	Seed uint64
 	// Scale multiplies every duration of the scenario (the TTL is 10 s at scale 1). Inside a
 	// testing/synctest bubble leave it at 1: virtual time costs nothing. In real time, 0.04
-	// gives a 400 ms TTL. Zero means 1.
+	// gives a 400 ms TTL. Zero means 1. A scenario's MinScale overrides a smaller one.
 	Scale float64
 	// Stock overrides the scenario's stock when positive: more critical sections.
 	Stock int
@@ -165,6 +165,7 @@ func newRun(sc Scenario, o Options) *run {
 	if scale <= 0 {
 		scale = 1
 	}
+	scale = max(scale, sc.MinScale)
 	if o.Backend == nil {
 		o.Backend = Mini{}
 	}
