@@ -58,7 +58,8 @@ func TestCatalog(t *testing.T) {
 						t.Errorf("seed %d: expected %s, observed %s (violations %d, lost %d, orders %d/%d, acquisitions %d) %s\n%v",
 							seed, res.Expected, res.Observed, res.Violations, res.LostUpdates, res.Orders, res.Stock, res.Acquisitions, res.Note, res.Schedule)
 					}
-					t.Logf("seed %d: %s, %d sections, %d violations, %v elapsed, no holder for %v at most", seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed, res.NoHolderMax)
+					t.Logf("seed %d: %s, %d sections, %d violations, %v elapsed, no holder for %v at most, %.1f acquisitions/s",
+						seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed, res.NoHolderMax, res.AcquisitionRate)
 				})
 			}
 			if sc.Expect == simulate.Safe && !testing.Short() && sections < want {
@@ -98,7 +99,8 @@ func TestCatalogReal(t *testing.T) {
 					t.Errorf("seed %d on %s: expected %s, observed %s (violations %d, lost %d, orders %d/%d, acquisitions %d) %s\n%v",
 						seed, res.Backend, res.Expected, res.Observed, res.Violations, res.LostUpdates, res.Orders, res.Stock, res.Acquisitions, res.Note, res.Schedule)
 				}
-				t.Logf("seed %d: %s, %d sections, %d violations, %v elapsed, no holder for %v at most", seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed, res.NoHolderMax)
+				t.Logf("seed %d: %s, %d sections, %d violations, %v elapsed, no holder for %v at most, %.1f acquisitions/s",
+					seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed, res.NoHolderMax, res.AcquisitionRate)
 			}
 		})
 	}
