@@ -58,7 +58,8 @@ func TestCatalog(t *testing.T) {
 						t.Errorf("seed %d: expected %s, observed %s (violations %d, lost %d, orders %d/%d, acquisitions %d) %s\n%v",
 							seed, res.Expected, res.Observed, res.Violations, res.LostUpdates, res.Orders, res.Stock, res.Acquisitions, res.Note, res.Schedule)
 					}
-					t.Logf("seed %d: %s, %d sections, %d violations, %v elapsed", seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed)
+					t.Logf("seed %d: %s, %d sections, %d violations, %v elapsed, no holder for %v at most, %.1f acquisitions/s",
+						seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed, res.NoHolderMax, res.AcquisitionRate)
 				})
 			}
 			if sc.Expect == simulate.Safe && !testing.Short() && sections < want {
@@ -69,12 +70,14 @@ func TestCatalog(t *testing.T) {
 }
 
 // realRows are the scenarios make test runs on real servers too: no faults, a node restarting
-// empty, a node clock jumping past the TTL (libfaketime), and a paused holder whose stale write
-// the fenced store refuses.
-var realRows = []string{"no-faults", "restart-data-lost", "partition-clock-jump", "pause-after-acquire-fenced"}
+// empty, a node clock jumping past the TTL (libfaketime), a paused holder whose stale write
+// the fenced store refuses, and two slow nodes, losing replies or not, through the proxies
+// (at their MinScale, 0.2).
+var realRows = []string{"no-faults", "restart-data-lost", "partition-clock-jump", "pause-after-acquire-fenced",
+	"two-slow-nodes", "two-slow-nodes-drops"}
 
-// The same verdicts on redis-server processes with real faults, in real time (a 500 ms TTL),
-// and no server left running afterwards.
+// The same verdicts on redis-server processes with real faults, in real time (a 500 ms TTL, or
+// 2 s in the rows whose MinScale is 0.2), and no server left running afterwards.
 //
 // Real time under -race on a busy machine could make a holder overshoot its validity and give
 // up before the fault lands, so -short (make test's -race pass) skips it and make test runs it in
@@ -96,7 +99,8 @@ func TestCatalogReal(t *testing.T) {
 					t.Errorf("seed %d on %s: expected %s, observed %s (violations %d, lost %d, orders %d/%d, acquisitions %d) %s\n%v",
 						seed, res.Backend, res.Expected, res.Observed, res.Violations, res.LostUpdates, res.Orders, res.Stock, res.Acquisitions, res.Note, res.Schedule)
 				}
-				t.Logf("seed %d: %s, %d sections, %d violations, %v elapsed", seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed)
+				t.Logf("seed %d: %s, %d sections, %d violations, %v elapsed, no holder for %v at most, %.1f acquisitions/s",
+					seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed, res.NoHolderMax, res.AcquisitionRate)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ type section struct {
 	Acquired time.Duration // Lock returned
 	Enter    time.Duration // the stock read
 	Exit     time.Duration // the stock written
+	Unlock   time.Duration // Unlock called
 	Released time.Duration // Unlock returned
 	Wrote    bool
 	Aborted  bool // the validity ran out or an extend failed: it wrote nothing
@@ -94,4 +95,36 @@ func byEnter(ss []section) {
 		}
 		return 0
 	})
+}
+
+// noHolder returns the longest stretch of [from, to] in which no section held the lock, from
+// one holder's Unlock call (or from) to the next Lock's return (or to), and when it began.
+func noHolder(ss []section, from, to time.Duration) (longest, at time.Duration) {
+	held := slices.Clone(ss)
+	slices.SortFunc(held, func(a, b section) int { return int(a.Acquired - b.Acquired) })
+	free := from // nobody holds from here until the next acquisition
+	for _, s := range held {
+		if gap := s.Acquired - free; gap > longest {
+			longest, at = gap, free
+		}
+		free = max(free, s.Unlock)
+	}
+	if gap := to - free; gap > longest {
+		longest, at = gap, free
+	}
+	return longest, at
+}
+
+// rate returns how many sections a scenario second were entered after the first, from the first
+// acquisition to end: a start that the machine slowed (dialling, loading scripts) counts in
+// noHolder, not here. It is 0 with fewer than two sections.
+func rate(ss []section, end time.Duration) float64 {
+	if len(ss) < 2 {
+		return 0
+	}
+	first := slices.MinFunc(ss, func(a, b section) int { return int(a.Acquired - b.Acquired) }).Acquired
+	if end <= first {
+		return 0
+	}
+	return float64(len(ss)-1) / (end - first).Seconds()
 }

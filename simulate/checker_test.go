@@ -102,3 +102,45 @@ func TestFencedStoreRefusesStaleWrites(t *testing.T) {
 		t.Fatalf("orders %d, lost %d, refused %d; want 1, 0, 2", orders, lost, st.refusedWrites())
 	}
 }
+
+// held is a section that held the lock from acquired to its Unlock call, in seconds.
+func held(acquired, unlock float64) section {
+	s := func(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
+	return section{Acquired: s(acquired), Unlock: s(unlock)}
+}
+
+func TestNoHolder(t *testing.T) {
+	sec := func(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
+	for _, tc := range []struct {
+		name        string
+		ss          []section
+		from, to    float64
+		longest, at float64
+	}{
+		{"nobody ever", nil, 0, 30, 30, 0},
+		{"back to back", []section{held(0, 1), held(1, 2), held(2, 3)}, 0, 3, 0, 0},
+		{"a slow start", []section{held(4, 5), held(5, 6)}, 0, 6, 4, 0},
+		{"a gap between two", []section{held(0, 1), held(3, 4), held(4.5, 5)}, 0, 5, 2, 1},
+		{"overlapping holders cover one another", []section{held(0, 4), held(1, 2), held(3, 6), held(7, 8)}, 0, 8, 1, 6},
+		{"a stalled end", []section{held(0, 1)}, 0, 25, 24, 1},
+		{"from the first client's start", []section{held(1.5, 2)}, 1, 2, 0.5, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			longest, at := noHolder(tc.ss, sec(tc.from), sec(tc.to))
+			if longest != sec(tc.longest) || at != sec(tc.at) {
+				t.Fatalf("noHolder = %v at %v, want %v at %v", longest, at, sec(tc.longest), sec(tc.at))
+			}
+		})
+	}
+}
+
+func TestRate(t *testing.T) {
+	// Three sections after the first, in the 6 s from the first acquisition (at 2 s) to the end.
+	ss := []section{held(3, 4), held(2, 3), held(6, 7), held(4, 5)}
+	if got := rate(ss, 8*time.Second); got != 0.5 {
+		t.Fatalf("rate = %v, want 0.5 a second", got)
+	}
+	if got := rate(ss[:1], 8*time.Second); got != 0 {
+		t.Fatalf("rate of one section = %v, want 0", got)
+	}
+}

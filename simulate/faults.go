@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -124,4 +125,62 @@ func pauseHolderBeforeWrite(r *run) {
 	pause := TTL + r.between(2*time.Second, 5*time.Second)
 	r.arm(0, plan{pauseBefore: pause})
 	r.at(0, fmt.Sprintf("client 1: first section pauses %v after its last validity check, before writing", pause), func() {})
+}
+
+// slowReplies is how late the slow nodes' replies are, drawn for each reply.
+var slowReplies = [2]time.Duration{20 * time.Millisecond, 80 * time.Millisecond}
+
+// slowNodes makes two random nodes slow for the whole run, for every client: each reply
+// arrives 20 to 80 ms late (requests pass at once), and a share loss of the replies is lost,
+// which leaves its connection deaf until the client gives up on it. The run must show
+// progress (needProgress) as well as safety.
+func slowNodes(r *run, loss float64) {
+	f := replyFault{Min: r.d(slowReplies[0]), Max: r.d(slowReplies[1]), Loss: loss}
+	for _, n := range r.pick(len(r.nodes), 2) {
+		what := fmt.Sprintf("node %s: every reply %v–%v late for every client (node timeout %v)",
+			r.nodes[n].name, slowReplies[0], slowReplies[1], 300*time.Millisecond)
+		if loss > 0 {
+			what += fmt.Sprintf(", %g%% of them lost", loss*100)
+		}
+		r.at(0, what, func() {})
+		for _, c := range r.clients {
+			c.links[n].setReplies(f, rand.New(rand.NewPCG(r.rng.Uint64(), r.rng.Uint64())))
+		}
+	}
+	r.check = r.needProgress
+	if loss > 0 {
+		r.check = func(res *Result) string {
+			if res.LostReplies == 0 {
+				return "no reply was lost: the fault missed"
+			}
+			return r.needProgress(res)
+		}
+	}
+}
+
+// minRateShare is the least share of its workload's pace that a lock must keep to show
+// progress, the pace being one section per mean work time, back to back (about what no-faults
+// does in virtual time: 9 a second for sections of 20 to 200 ms). A lock whose every hand-over
+// waits for its keys to expire manages one section per TTL, 0.1 a second; real-time runs of
+// the slow nodes' rows at their scale of 0.2 on a loaded 2-core machine (load 4 to 10), whose
+// hand-overs cost five times their real time in scenario time, kept 1.5 to 7 a second. A
+// sixteenth of the pace (0.57 a second) parts the two.
+const minRateShare = 1.0 / 16
+
+// needProgress fails a run in which the lock stood still or barely moved: no holder for longer
+// than twice the TTL (every key that an attempt leaves behind expires within one TTL, so a lock
+// that keeps moving is never free for much longer than that), or fewer acquisitions a second,
+// from the first to the end, than minRateShare of one per mean work time.
+func (r *run) needProgress(res *Result) string {
+	if res.NoHolderMax > 2*TTL {
+		return fmt.Sprintf("no holder for %.1fs from t=%.1fs: the lock stalled (more than 2 × the %v TTL)",
+			res.NoHolderMax.Seconds(), res.NoHolderAt.Seconds(), TTL)
+	}
+	mean := (r.sc.Work[0] + r.sc.Work[1]) / 2
+	least := minRateShare * float64(time.Second) / float64(mean)
+	if res.Acquisitions >= 2 && res.AcquisitionRate < least {
+		return fmt.Sprintf("%.2f acquisitions a second, under %.2f (1/%.0f of one per section's mean work, %v): the lock barely moved",
+			res.AcquisitionRate, least, 1/minRateShare, mean)
+	}
+	return ""
 }

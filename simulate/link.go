@@ -4,17 +4,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 var errPartitioned = errors.New("simulate: no route to node (partitioned)")
 
 // A link is one client's path to one node. The simulator cuts it (a partition), slows it
-// (latency on every request) or loses the node's replies to one command; the command still runs
-// on the node, only its answer never arrives.
+// (latency on every request, or a random delay on every reply) or loses the node's replies (to
+// one command, or a random share of them); a command whose reply is lost still runs on the node,
+// only its answer never arrives.
 type link struct {
 	node  *node
 	proxy *proxy // on a TCP backend: where the client connects, set before the run starts
@@ -23,7 +26,20 @@ type link struct {
 	cut     bool
 	latency time.Duration
 	drop    string // lower-case command name whose replies are lost, "" for none
+	replies replyFault
+	rng     *rand.Rand // draws the replies' delays and losses; nil until setReplies
 	conns   map[*faultyConn]struct{}
+
+	deafened atomic.Int64 // connections that lost a reply, and so every reply after it
+}
+
+// A replyFault is what a link does to every reply of its node (a gray failure): it holds each
+// for a delay drawn uniformly from [Min, Max], and loses each with probability Loss. Replies
+// keep their order, as on a TCP stream: one drawn shorter than the one before waits for it.
+// A reply here is what the node sends at once, which for a request is its whole reply.
+type replyFault struct {
+	Min, Max time.Duration
+	Loss     float64
 }
 
 func newLink(n *node) *link { return &link{node: n, conns: map[*faultyConn]struct{}{}} }
@@ -77,6 +93,47 @@ func (l *link) setDrop(cmd string) {
 	l.drop = cmd
 }
 
+// setReplies makes every reply of the node from now on suffer f, drawn from rng (the link's
+// own from then on: its draws do not depend on the other links').
+func (l *link) setReplies(f replyFault, rng *rand.Rand) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.replies, l.rng = f, rng
+}
+
+// healReplies ends the link's reply faults and closes the connections open through it, as a
+// run ends: a call waiting for a delayed or lost reply then fails at once. Inside a
+// testing/synctest bubble it must: go-redis's PubSub.Close waits for a mutex that a Ping holds
+// while it reads, and a goroutine waiting for a mutex keeps virtual time from reaching the
+// reply (or the read deadline) that would let the Ping go.
+func (l *link) healReplies() {
+	l.mu.Lock()
+	if l.rng == nil {
+		l.mu.Unlock()
+		return
+	}
+	l.replies = replyFault{}
+	var open []*faultyConn
+	for c := range l.conns {
+		open = append(open, c)
+	}
+	l.mu.Unlock()
+	for _, c := range open {
+		c.Close()
+	}
+}
+
+// reply draws what happens to the next reply: its delay, and whether it is lost.
+func (l *link) reply() (delay time.Duration, lost bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.replies
+	if f.Max > 0 {
+		delay = f.Min + time.Duration(l.rng.Int64N(int64(f.Max-f.Min)+1))
+	}
+	return delay, f.Loss > 0 && l.rng.Float64() < f.Loss
+}
+
 func (l *link) state() (cut bool, latency time.Duration, drop string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -92,26 +149,53 @@ type faultyConn struct {
 
 	mu       sync.Mutex
 	once     sync.Once
+	done     bool // Close was called
 	lose     int  // replies still to lose
 	deafened bool // a reply was lost: everything after it is discarded too
 
 	// The node's replies, read off the in-memory pipe as they come (pump). A TCP socket
 	// buffers what its reader has not asked for yet; a pipe does not, and a node that pushes a
 	// message (pub/sub) to a client busy elsewhere would block on it, holding its locks.
-	cond     *sync.Cond // on mu: data, an error or a deadline
-	buf      bytes.Buffer
+	cond     *sync.Cond // on mu: data, an error, a reply due or a deadline
+	queue    []reply    // in order of arrival, and so of due time
+	last     time.Time  // the due time of the last reply queued
 	rerr     error
 	deadline time.Time
 	timer    *time.Timer
 }
 
-// pump copies the node's replies into buf until the pipe fails or closes.
+// A reply is what the node sent at once, passed on to the client from due.
+type reply struct {
+	due time.Time
+	b   []byte
+}
+
+// pump copies the node's replies into the queue until the pipe fails or closes, each with
+// the delay its link draws for it, or none of them from the first one the link loses.
 func (c *faultyConn) pump() {
 	b := make([]byte, 4096)
 	for {
 		n, err := c.Conn.Read(b)
+		var delay time.Duration
+		var lost bool
+		if n > 0 {
+			delay, lost = c.link.reply()
+		}
 		c.mu.Lock()
-		c.buf.Write(b[:n])
+		// Once one is lost the stream is out of step, so the connection stays deaf until the
+		// client gives up on it.
+		if n > 0 && !c.deafened && (c.lose > 0 || lost) {
+			c.deafened = true
+			c.link.deafened.Add(1)
+		}
+		if n > 0 && !c.deafened {
+			due := time.Now().Add(delay)
+			if due.Before(c.last) {
+				due = c.last
+			}
+			c.last = due
+			c.queue = append(c.queue, reply{due: due, b: bytes.Clone(b[:n])})
+		}
 		if err != nil {
 			c.rerr = err
 		}
@@ -147,29 +231,40 @@ func (c *faultyConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// Read passes the node's replies through, except the ones to lose: once one is lost, the
-// stream is out of step, so the connection stays deaf until the client gives up on it. It
-// honours the read deadline as a socket would.
+// Read passes the node's replies through once they are due, except the ones lost (see pump).
+// It honours the read deadline as a socket would.
 func (c *faultyConn) Read(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		if c.buf.Len() > 0 {
-			if c.lose > 0 {
-				c.deafened = true
-			}
-			if !c.deafened {
-				return c.buf.Read(p)
-			}
-			c.buf.Reset()
+		if c.done {
+			return 0, net.ErrClosed
 		}
-		if c.rerr != nil {
+		now := time.Now()
+		if len(c.queue) > 0 && !c.queue[0].due.After(now) {
+			n := copy(p, c.queue[0].b)
+			if c.queue[0].b = c.queue[0].b[n:]; len(c.queue[0].b) == 0 {
+				c.queue = c.queue[1:]
+			}
+			return n, nil
+		}
+		if len(c.queue) == 0 && c.rerr != nil {
 			return 0, c.rerr
 		}
-		if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
+		if !c.deadline.IsZero() && !now.Before(c.deadline) {
 			return 0, os.ErrDeadlineExceeded
 		}
+		if len(c.queue) == 0 {
+			c.cond.Wait()
+			continue
+		}
+		due := time.AfterFunc(c.queue[0].due.Sub(now), func() {
+			c.mu.Lock()
+			c.cond.Broadcast()
+			c.mu.Unlock()
+		})
 		c.cond.Wait()
+		due.Stop()
 	}
 }
 
@@ -203,9 +298,11 @@ func (c *faultyConn) Close() error {
 	delete(c.link.conns, c)
 	c.link.mu.Unlock()
 	c.mu.Lock()
+	c.done = true
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	c.cond.Broadcast()
 	c.mu.Unlock()
 	return c.Conn.Close() // the pump's Read fails, which wakes any Read here
 }

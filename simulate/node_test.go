@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -141,6 +142,42 @@ func linkFaults(t *testing.T, l *link, rdb *redis.Client) {
 		t.Fatalf("GET took %v, want at least the 50ms latency", took)
 	}
 	l.setLatency(0)
+
+	// A reply delay holds every reply; a share of 1 loses every one.
+	rng := rand.New(rand.NewPCG(1, 2))
+	l.setReplies(replyFault{Min: 40 * time.Millisecond, Max: 60 * time.Millisecond}, rng)
+	for range 3 {
+		start := time.Now()
+		if err := rdb.Get(ctx, "k").Err(); err != nil {
+			t.Fatalf("GET with slow replies: %v", err)
+		}
+		if took := time.Since(start); took < 40*time.Millisecond {
+			t.Fatalf("GET took %v, want at least the 40ms reply delay", took)
+		}
+	}
+	// Replies keep their order, however their delays were drawn.
+	l.setReplies(replyFault{Max: 40 * time.Millisecond}, rng)
+	pipe := rdb.Pipeline()
+	incrs := make([]*redis.IntCmd, 20)
+	for i := range incrs {
+		incrs[i] = pipe.Incr(ctx, "n")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatalf("a pipeline with slow replies: %v", err)
+	}
+	for i, c := range incrs {
+		if c.Val() != int64(i+1) {
+			t.Fatalf("INCR %d of a pipeline read %d: replies out of order", i+1, c.Val())
+		}
+	}
+	l.setReplies(replyFault{Loss: 1}, rng)
+	if err := rdb.Set(ctx, "k", "w", 0).Err(); err == nil {
+		t.Fatal("a lost reply arrived")
+	}
+	l.setReplies(replyFault{}, rng)
+	if got, err := rdb.Get(ctx, "k").Result(); err != nil || got != "w" {
+		t.Fatalf("GET = %q, %v: the command behind the lost reply did not run", got, err)
+	}
 
 	// A partition breaks open connections and refuses new ones, until healed.
 	l.setCut(true)

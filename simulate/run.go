@@ -41,7 +41,7 @@ type Options struct {
 	Seed uint64
 	// Scale multiplies every duration of the scenario (the TTL is 10 s at scale 1). Inside a
 	// testing/synctest bubble leave it at 1: virtual time costs nothing. In real time, 0.04
-	// gives a 400 ms TTL. Zero means 1.
+	// gives a 400 ms TTL. Zero means 1. A scenario's MinScale overrides a smaller one.
 	Scale float64
 	// Stock overrides the scenario's stock when positive: more critical sections.
 	Stock int
@@ -77,8 +77,19 @@ type Result struct {
 	WaitMax       time.Duration `json:"wait_max_ns"`    // longest time to acquire
 	FailedExtends int           `json:"failed_extends"` // extends refused: the lock was lost
 	StaleRefused  int           `json:"stale_refused"`  // writes the fenced store refused: a lower token than it had seen
+	LostReplies   int           `json:"lost_replies"`   // replies the links lost, each leaving its connection deaf
 	Elapsed       time.Duration `json:"elapsed_ns"`     // scenario time the run took
-	Schedule      []string      `json:"schedule"`
+
+	// Progress. NoHolderMax is the longest time no client held the lock (every permit free,
+	// for a semaphore) from the first client's start to the end of the run: from one holder's
+	// Unlock call (or the start) to the next Lock's return (or the end); NoHolderAt is when it
+	// began. AcquisitionRate is how many sections a scenario second were entered after the
+	// first, from the first acquisition to the end.
+	NoHolderMax     time.Duration `json:"no_holder_max_ns"`
+	NoHolderAt      time.Duration `json:"no_holder_at_ns"`
+	AcquisitionRate float64       `json:"acquisitions_per_s"`
+
+	Schedule []string `json:"schedule"`
 
 	Sections []section `json:"-"`
 	Overlaps []overlap `json:"-"`
@@ -112,6 +123,7 @@ type run struct {
 	key     string
 
 	ttl, nodeTimeout, margin, poll time.Duration
+	retryMin, retryMax             time.Duration // redlock's retry delay, drawn between the two
 	workMin, workMax               time.Duration
 	fullEvery                      float64
 	chunks                         int
@@ -133,14 +145,14 @@ type run struct {
 func Run(ctx context.Context, sc Scenario, o Options) Result {
 	r := newRun(sc, o)
 	if why := r.backend.gap(sc); why != "" {
-		res := r.result(false)
+		res := r.result(false, 0)
 		res.Observed, res.OK, res.Note = VerdictNotReproducible, true, why
 		r.closeNodes()
 		return res
 	}
 	if err := r.startNodes(ctx); err != nil {
 		r.closeNodes()
-		res := r.result(false)
+		res := r.result(false, 0)
 		res.Observed, res.OK, res.Note = VerdictError, false, err.Error()
 		return res
 	}
@@ -153,6 +165,7 @@ func newRun(sc Scenario, o Options) *run {
 	if scale <= 0 {
 		scale = 1
 	}
+	scale = max(scale, sc.MinScale)
 	if o.Backend == nil {
 		o.Backend = Mini{}
 	}
@@ -184,6 +197,7 @@ func newRun(sc Scenario, o Options) *run {
 	}
 	r.margin = r.d(TTL * 3 / 100)
 	r.poll = r.d(100 * time.Millisecond)
+	r.retryMin, r.retryMax = r.d(100*time.Millisecond), r.d(300*time.Millisecond)
 	r.workMin, r.workMax = r.d(sc.Work[0]), r.d(sc.Work[1])
 	for i := range sc.Nodes {
 		r.nodes = append(r.nodes, r.backend.newNode(string(rune('A'+i)), r.start, sc))
@@ -351,6 +365,11 @@ func (r *run) execute(ctx context.Context) Result {
 	bg.Wait()
 	cancel()
 	for _, c := range r.clients {
+		for _, l := range c.links {
+			l.healReplies()
+		}
+	}
+	for _, c := range r.clients {
 		c.lock.Close()
 	}
 	for _, rdb := range r.rdbs {
@@ -361,8 +380,7 @@ func (r *run) execute(ctx context.Context) Result {
 	// (a moment of virtual time inside a testing/synctest bubble, which must end without them).
 	time.Sleep(10 * time.Millisecond)
 
-	res := r.result(finished)
-	res.Elapsed = elapsed
+	res := r.result(finished, elapsed)
 	if r.metrics != nil {
 		res.Metrics = r.metrics.result()
 	}
@@ -378,6 +396,17 @@ func (r *run) execute(ctx context.Context) Result {
 	return res
 }
 
+// lostReplies counts the connections of every link that lost a reply.
+func (r *run) lostReplies() int {
+	n := 0
+	for _, c := range r.clients {
+		for _, l := range c.links {
+			n += int(l.deafened.Load())
+		}
+	}
+	return n
+}
+
 func (r *run) closeNodes() {
 	for _, p := range r.proxies {
 		p.close()
@@ -387,7 +416,9 @@ func (r *run) closeNodes() {
 	}
 }
 
-func (r *run) result(finished bool) Result {
+// result checks what the run recorded; elapsed is the scenario time it took (0 when it did not
+// run).
+func (r *run) result(finished bool, elapsed time.Duration) Result {
 	ss := slices.Clone(r.rec.sections)
 	ov := overlaps(ss)
 	if r.sc.Permits > 0 {
@@ -408,6 +439,8 @@ func (r *run) result(finished bool) Result {
 		Orders:        orders,
 		Stock:         r.store.initial,
 		FailedExtends: r.rec.extends,
+		LostReplies:   r.lostReplies(),
+		Elapsed:       elapsed,
 		StaleRefused:  refused,
 		Schedule:      r.schedule(),
 		Sections:      ss,
@@ -425,6 +458,11 @@ func (r *run) result(finished bool) Result {
 	if len(waits) > 0 {
 		slices.Sort(waits)
 		res.WaitMedian, res.WaitMax = waits[len(waits)/2], waits[len(waits)-1]
+	}
+	if elapsed > 0 {
+		first := slices.MinFunc(r.clients, func(a, b *client) int { return int(a.start - b.start) }).start
+		res.NoHolderMax, res.NoHolderAt = noHolder(ss, first, elapsed)
+		res.AcquisitionRate = rate(ss, elapsed)
 	}
 	switch {
 	case res.Violations > 0 || lost > 0 || oversold > 0:

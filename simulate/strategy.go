@@ -51,7 +51,7 @@ func (r *run) newLocker(c *client) (locker, error) {
 		opts := []redlock.Option{
 			redlock.WithClock(c.clock),
 			redlock.WithNodeTimeout(r.nodeTimeout),
-			redlock.WithRetryDelay(r.d(100*time.Millisecond), r.d(300*time.Millisecond)),
+			redlock.WithRetryDelay(r.retryMin, r.retryMax),
 		}
 		if r.sc.Strategy == RedlockFencing {
 			opts = append(opts, redlock.WithFencing())

@@ -175,6 +175,7 @@ func (r *run) shop(sale, ctx context.Context, c *client) {
 		} else if !soldOut {
 			s.Aborted = true
 		}
+		s.Unlock = r.since(time.Now())
 		h.Unlock(context.WithoutCancel(ctx))
 		s.Released = r.since(time.Now())
 		r.rec.add(s)

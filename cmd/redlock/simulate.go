@@ -99,7 +99,7 @@ func parseSimulate(args []string, stderr io.Writer) (simulateConfig, error) {
 	fs.BoolVar(&c.json, "json", false, "print one JSON object per run instead of the table")
 	fs.StringVar(&c.timeline, "timeline", "", "draw every run into this SVG file")
 	fs.StringVar(&c.metrics, "metrics", "", "draw the p50/p90/p99 of redlock.acquire.duration over each run into this SVG file, from the clients' observer hook")
-	fs.Float64Var(&c.scale, "scale", 0.05, "time scale: the 10 s TTL of the scenarios becomes 10s*scale of real time")
+	fs.Float64Var(&c.scale, "scale", 0.05, "time scale: the 10 s TTL of the scenarios becomes 10s*scale of real time (a scenario with a least scale of its own runs at that one when larger)")
 	fs.IntVar(&c.parallel, "parallel", 2, "runs at once; more than the cores makes real-time runs late")
 	fs.BoolVar(&c.list, "list", false, "list the scenarios and exit")
 	fs.StringVar(&c.backend, "backend", "mini", "mini: in-memory Redis nodes; real: redis-server processes with real faults (needs "+simulate.InstallHint+")")
@@ -207,8 +207,8 @@ func (c simulateConfig) runAll(ctx context.Context, backend simulate.Backend, st
 		}
 	}
 	began := time.Now()
-	fmt.Fprintf(stderr, "redlock simulate: %d runs of %d scenarios on %s from seed %d; the 10 s TTL lasts %v of real time\n",
-		len(jobs), len(c.scenarios), backend, c.seed, time.Duration(float64(simulate.TTL)*c.scale))
+	fmt.Fprintf(stderr, "redlock simulate: %d runs of %d scenarios on %s from seed %d; the 10 s TTL lasts %v of real time%s\n",
+		len(jobs), len(c.scenarios), backend, c.seed, time.Duration(float64(simulate.TTL)*c.scale), c.slower())
 	p := &progress{w: stderr, total: len(jobs), seeds: c.runs > 1}
 	o := simulate.Options{Scale: c.scale, Backend: backend, Metrics: c.metrics != "", Stock: c.stock}
 	results, err := runJobs(ctx, jobs, o, c.parallel, p)
@@ -217,6 +217,30 @@ func (c simulateConfig) runAll(ctx context.Context, backend simulate.Backend, st
 	}
 	fmt.Fprintf(stderr, "redlock simulate: %d runs on %s in %v\n", len(jobs), backend, time.Since(began).Round(100*time.Millisecond))
 	return results, nil
+}
+
+// slower says how long the TTL lasts in the chosen scenarios that run at a larger scale than
+// -scale (their MinScale), and in which; "" when none does.
+func (c simulateConfig) slower() string {
+	var ttls []time.Duration
+	names := map[time.Duration][]string{}
+	for _, sc := range c.scenarios {
+		if sc.MinScale > c.scale {
+			ttl := time.Duration(float64(simulate.TTL) * sc.MinScale)
+			if names[ttl] == nil {
+				ttls = append(ttls, ttl)
+			}
+			names[ttl] = append(names[ttl], sc.Name)
+		}
+	}
+	var out []string
+	for _, ttl := range ttls {
+		out = append(out, fmt.Sprintf("%v in %s", ttl, strings.Join(names[ttl], " and ")))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, "; ") + ", whose least scale is larger)"
 }
 
 // randomSeed returns a seed that fits an int64, as JSON readers want.

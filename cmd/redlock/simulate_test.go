@@ -62,3 +62,20 @@ func TestSimulateRealInterrupted(t *testing.T) {
 		t.Errorf("redis-server processes left running: %v", left)
 	}
 }
+
+// The first line says how long the TTL lasts in the scenarios that run at a larger scale of
+// their own than -scale, and names them; not when -scale is larger.
+func TestSimulateSlowerScenarios(t *testing.T) {
+	scs, err := simulate.Match("two-slow-nodes*")
+	if err != nil || len(scs) != 2 {
+		t.Fatalf("%d scenarios, %v", len(scs), err)
+	}
+	c := simulateConfig{scenarios: scs, scale: 0.05}
+	if got, want := c.slower(), " (2s in two-slow-nodes and two-slow-nodes-drops, whose least scale is larger)"; got != want {
+		t.Errorf("slower() = %q, want %q", got, want)
+	}
+	c.scale = 0.5
+	if got := c.slower(); got != "" {
+		t.Errorf("at -scale 0.5, slower() = %q, want none", got)
+	}
+}
