@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -303,7 +304,7 @@ func (e *execution) preflight(ctx context.Context, cs []redis.UniversalClient) b
 		e.errorf("node %d (%s): %v", i, e.nodes[i].name, err)
 		e.reported[i] = true
 	}
-	if len(cs)-refused < len(cs)/2+1 {
+	if len(cs)-refused < quorum.Of(len(cs)) {
 		e.errorf("%d of %s refused the credentials or failed TLS; no quorum is possible", refused, count(len(cs), "node"))
 		return false
 	}

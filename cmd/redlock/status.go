@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/quorum"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -133,7 +134,7 @@ func (s stored) on(tag, name string) string {
 
 // inspect reads the key and its TTL from every node at once and weighs the answers.
 func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stored stored, timeout time.Duration) lockStatus {
-	st := lockStatus{Quorum: len(cs)/2 + 1, Nodes: make([]nodeStatus, len(cs))}
+	st := lockStatus{Quorum: quorum.Of(len(cs)), Nodes: make([]nodeStatus, len(cs))}
 	done := make(chan struct{})
 	for i, c := range cs {
 		go func() {
