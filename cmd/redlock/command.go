@@ -44,9 +44,7 @@ func (e *execution) runCommand(lock *redlock.Lock) int {
 	if c == nil {
 		return code
 	}
-	h := hold(lock, e.ttl)
-	code = e.supervise(c, lock, h, tty)
-	h.end()
+	code = e.supervise(c, lock, tty)
 	if tty.foreground() == c.pgid {
 		tty.takeBack(c)
 	}
@@ -82,7 +80,7 @@ func (e *execution) start(cmd *exec.Cmd, tty *terminal, g *guard) (*child, int) 
 // lock is lost: SIGTERM, then SIGKILL after --grace, or as soon as the command has exited.
 // When the command stops and exec has a terminal, exec stops with it (terminal.suspend). It
 // returns the command's exit status.
-func (e *execution) supervise(c *child, lock *redlock.Lock, h *holder, tty *terminal) int {
+func (e *execution) supervise(c *child, lock *redlock.Lock, tty *terminal) int {
 	var kill <-chan time.Time
 	lost, wasLost := lock.Lost(), false
 	for {
@@ -101,7 +99,7 @@ func (e *execution) supervise(c *child, lock *redlock.Lock, h *holder, tty *term
 			}
 		case <-lost:
 			lost, wasLost = nil, true
-			e.reportLoss(h)
+			e.reportLoss(lock.Err())
 			c.signal(syscall.SIGTERM)
 			t := time.NewTimer(e.grace)
 			defer t.Stop()
@@ -114,10 +112,10 @@ func (e *execution) supervise(c *child, lock *redlock.Lock, h *holder, tty *term
 	}
 }
 
-// reportLoss says that the lock was lost, and why.
-func (e *execution) reportLoss(h *holder) {
+// reportLoss says that the lock was lost, and why (Lock.Err).
+func (e *execution) reportLoss(why error) {
 	e.errorf("lock %q lost; sending SIGTERM, SIGKILL in %v", e.key, e.grace)
-	for _, line := range describe(h.err(), e.nodes) {
+	for _, line := range describe(why, e.nodes) {
 		if line != redlock.ErrNotHeld.Error() {
 			fmt.Fprintf(e.stderr, "  %s\n", line)
 		}

@@ -244,6 +244,10 @@ func (e *execution) acquire(ctx context.Context, locker *redlock.Client) (*redlo
 	case err != nil:
 		return nil, e.notAcquired(err)
 	}
+	// The library keeps the lock from now until Unlock (see finish): a loss closes lock.Lost,
+	// and lock.Err says why. KeepAlive fails only for a lock that ended already, whose Lost is
+	// closed: supervise sees to it.
+	lock.KeepAlive(e.ttl)
 	e.logf("acquired %q on a quorum of %s, valid for %v", e.key, count(len(e.nodes), "node"), time.Until(lock.Until()).Round(time.Millisecond))
 	if e.fence {
 		e.logf("fencing token %d", lock.Fence())
