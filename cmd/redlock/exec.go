@@ -54,7 +54,8 @@ Linux; a pause of the whole machine. There the resource must protect itself: wit
 COMMAND finds the lock's fencing token in $REDLOCK_FENCE; hand it to the resource so that it
 refuses a holder whose lock has expired. COMMAND finds the lock's token in $REDLOCK_TOKEN: a
 process it hands it to takes the lock over with Client.Resume (until COMMAND ends: then it is
-released).
+released). The lock carries --owner, by default this host's name and exec's process id, for
+redlock status to show.
 
 Exit status: COMMAND's (128+n when signal n killed it), or
   2      bad flags, URLs or command line, or a --ttl no longer than the clock drift it allows for
@@ -75,6 +76,7 @@ type execConfig struct {
 	wait    time.Duration
 	grace   time.Duration
 	fence   bool
+	owner   string // stored with the lock's token, "" for none
 	verbose bool
 	argv    []string // the command and its arguments
 }
@@ -89,6 +91,7 @@ func (c *execConfig) flagSet() *flag.FlagSet {
 	fs.DurationVar(&c.wait, "wait", 0, "how long to wait for the lock; 0 makes one attempt")
 	fs.DurationVar(&c.grace, "grace", 10*time.Second, "after the lock is lost, how long the command has between SIGTERM and SIGKILL")
 	fs.BoolVar(&c.fence, "fence", false, "acquire with a fencing token (one more round trip) and give it to the command in $REDLOCK_FENCE")
+	fs.StringVar(&c.owner, "owner", defaultOwner(), "who holds the lock, stored with it for redlock status to show: 1 to 128 bytes of printable text, \"\" for none")
 	fs.BoolVar(&c.verbose, "verbose", false, "report acquisition, loss and release on stderr")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), execUsage)
@@ -116,6 +119,10 @@ func (c *execConfig) parseArgs(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("--wait %v must not be negative", c.wait)
 	case c.grace < 0:
 		return fmt.Errorf("--grace %v must not be negative", c.grace)
+	case c.owner != "":
+		if err := checkOptions(redlock.WithOwner(c.owner)); err != nil {
+			return fmt.Errorf("--owner: %v", strings.TrimPrefix(err.Error(), "redlock: "))
+		}
 	}
 	c.nodes, c.argv = nodes, fs.Args()
 	return nil
@@ -218,6 +225,9 @@ func (e *execution) connect(ctx context.Context, cs []redis.UniversalClient) (*r
 	opts := []redlock.Option{redlock.WithNodeTimeout(e.nodeTimeout), redlock.WithKeyPrefix(e.prefix), redlock.WithDriftFactor(driftFactor)}
 	if e.fence {
 		opts = append(opts, redlock.WithFencing())
+	}
+	if e.owner != "" {
+		opts = append(opts, redlock.WithOwner(e.owner))
 	}
 	locker, err := e.locker(ctx, cs, opts...)
 	switch {

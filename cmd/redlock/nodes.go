@@ -278,30 +278,34 @@ func closeClients(cs []redis.UniversalClient) {
 // its index and redacted URL. Addresses in the library's errors are host:port only.
 func describe(err error, nodes []node) []string {
 	var lines []string
-	var walk func(error)
-	walk = func(e error) {
-		ne, ok := e.(*redlock.NodeError)
-		switch {
-		case ok && ne.Node >= 0 && ne.Node < len(nodes):
+	walkErrors(err, func(e error) {
+		if ne, ok := e.(*redlock.NodeError); ok && ne.Node >= 0 && ne.Node < len(nodes) {
 			lines = append(lines, fmt.Sprintf("node %d (%s): %v", ne.Node, nodes[ne.Node].name, ne.Err))
-		default:
-			if j, ok := e.(interface{ Unwrap() []error }); ok {
-				for _, inner := range j.Unwrap() {
-					walk(inner)
-				}
-				return
-			}
-			lines = append(lines, e.Error())
+			return
 		}
-	}
-	if err != nil {
-		walk(err)
-	}
+		lines = append(lines, e.Error())
+	})
 	// Node lines in node order, after any others.
 	slices.SortStableFunc(lines, func(a, b string) int {
 		return strings.Compare(nodeOrder(a), nodeOrder(b))
 	})
 	return lines
+}
+
+// walkErrors calls f with each error that err joins (errors.Join), depth first, down to a
+// *redlock.NodeError or an error that joins none; nothing for a nil err.
+func walkErrors(err error, f func(error)) {
+	if _, ok := err.(*redlock.NodeError); !ok {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, inner := range j.Unwrap() {
+				walkErrors(inner, f)
+			}
+			return
+		}
+	}
+	if err != nil {
+		f(err)
+	}
 }
 
 // nodeOrder is the sort key of a line from describe: "" for a general line, else the node
