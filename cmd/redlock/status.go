@@ -56,15 +56,17 @@ const (
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var nf nodeFlags
+	var key string
 	fs := flag.NewFlagSet("redlock status", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // see commandLineError
 	nf.register(fs)
+	registerKey(fs, &key)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), statusUsage)
 		fs.PrintDefaults()
 	}
-	nodes, err := parseStatusArgs(fs, &nf, args)
+	nodes, err := parseStatusArgs(fs, &nf, &key, args)
 	if err != nil {
 		return commandLineError(fs, err, stdout, stderr)
 	}
@@ -84,8 +86,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return commandLineError(fs, err, stdout, stderr)
 	}
-	st := inspect(ctx, vcs, nodes, stored{names, nf.key}, nf.nodeTimeout)
-	st.Key, st.Cluster = nf.key, cluster
+	st := inspect(ctx, vcs, nodes, stored{names, key}, nf.nodeTimeout)
+	st.Key, st.Cluster = key, cluster
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -109,8 +111,11 @@ the verdict is unknown, 2 for bad flags.
 `
 
 // parseStatusArgs parses args with fs into nf and returns the nodes they name.
-func parseStatusArgs(fs *flag.FlagSet, nf *nodeFlags, args []string) ([]node, error) {
+func parseStatusArgs(fs *flag.FlagSet, nf *nodeFlags, key *string, args []string) ([]node, error) {
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := checkName("--key", *key); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
