@@ -154,7 +154,11 @@ func TestOneNodeIsSingular(t *testing.T) {
 // the lock is not acquired.
 func TestExecNodeFailurePrintedOnce(t *testing.T) {
 	s := redistest.StartACL(t, user, password)
-	nodes := fmt.Sprintf("redis://%s:%s@%s,redis://127.0.0.1:%s,redis://127.0.0.1:%s", user, password, s.Addr, freeLoopbackPort(t), freeLoopbackPort(t))
+	a, b := freeLoopbackPort(t), freeLoopbackPort(t)
+	for b == a { // the kernel may hand out a port just closed again
+		b = freeLoopbackPort(t)
+	}
+	nodes := fmt.Sprintf("redis://%s:%s@%s,redis://127.0.0.1:%s,redis://127.0.0.1:%s", user, password, s.Addr, a, b)
 	code, stdout, stderr := runCmd(t, nil, "exec", "--nodes", nodes, "--key", "k", "--", "echo", "ran")
 	if code != exitTempFail || strings.Contains(stdout, "ran") {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
