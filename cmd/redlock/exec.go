@@ -14,7 +14,7 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// Exit statuses of redlock exec besides the command's own (sysexits.h where one fits).
+// Exit statuses of redlock exec and elect besides the command's own (sysexits.h where one fits).
 const (
 	exitUsage    = 2   // bad flags, URLs or command line
 	exitSoftware = 70  // EX_SOFTWARE: redlock itself failed (an error the library does not document)
@@ -24,12 +24,12 @@ const (
 	exitNotFound = 127 // the command was not found, as in sh
 )
 
-// driftFactor is the clock drift (a fraction of the ttl) that exec's locks allow for: the
-// library's default, given to it explicitly so that --ttl is checked against the same
-// allowance before any node is asked.
+// driftFactor is the clock drift (a fraction of the ttl) that exec's locks and elect's terms
+// allow for: the library's default, given to it explicitly so that --ttl is checked against the
+// same allowance before any node is asked.
 const driftFactor = 0.01
 
-// forwarded are the signals redlock exec passes on to the command.
+// forwarded are the signals redlock exec and elect pass on to the command.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 const execUsage = `usage: redlock exec (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [flags] -- COMMAND [ARG...]

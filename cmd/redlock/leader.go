@@ -31,7 +31,7 @@ func (s *statusConfig) showLeader(ctx context.Context, nodes []node, cs []redis.
 		return 1
 	}
 	defer locker.Close()
-	e, err := locker.Election(s.election, s.ttl)
+	e, err := locker.Election(s.election, s.ttl) // refuses nothing parse let through
 	var l redlock.Leader
 	if err == nil {
 		l, err = e.Leader(ctx)
