@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/quorumlock/redlock/redlock"
 )
 
 // A child is the command redlock exec runs, in a process group of its own (the guard's), so
@@ -28,25 +25,25 @@ func (c *child) signal(sig syscall.Signal) {
 	syscall.Kill(-c.pgid, sig)
 }
 
-// runCommand runs the command while it keeps the lock, and returns its exit status.
-func (e *execution) runCommand(lock *redlock.Lock) int {
-	cmd := exec.Command(e.argv[0], e.argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.stdout, e.stderr
-	cmd.Env = childEnv(os.Environ(), lock.Fence(), lock.Token())
+// runCommand runs the command with env, its environment, until it ends, and returns its exit
+// status. When lost closes (the lock or the term is lost), it calls onLoss, which says so, and
+// ends the command's process group (see supervise).
+func (r *runner) runCommand(env []string, lost <-chan struct{}, onLoss func()) int {
+	cmd := exec.Command(r.argv[0], r.argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, r.stdout, r.stderr
+	cmd.Env = env
 	tty := openTerminal()
 	defer tty.close()
 	g, err := startGuard()
 	if err != nil {
-		e.errorf("no guard for the command (%v): if redlock exec is killed, what the command started runs on", err)
+		r.errorf("no guard for the command (%v): if %s is killed, what the command started runs on", err, r.name)
 	}
 	defer g.dismiss()
-	c, code := e.start(cmd, tty, g)
+	c, code := r.start(cmd, tty, g)
 	if c == nil {
 		return code
 	}
-	h := hold(lock, e.ttl)
-	code = e.supervise(c, lock, h, tty)
-	h.end()
+	code = r.supervise(c, lost, onLoss, tty)
 	if tty.foreground() == c.pgid {
 		tty.takeBack(c)
 	}
@@ -55,7 +52,7 @@ func (e *execution) runCommand(lock *redlock.Lock) int {
 
 // start starts the command in the guard's process group (see startChild), in the terminal's
 // foreground when exec is there, or returns nil and the exit status.
-func (e *execution) start(cmd *exec.Cmd, tty *terminal, g *guard) (*child, int) {
+func (r *runner) start(cmd *exec.Cmd, tty *terminal, g *guard) (*child, int) {
 	own := syscall.Getpgrp()
 	fg := tty
 	if tty.foreground() != own { // no terminal, or exec runs in the background: leave it be
@@ -71,20 +68,20 @@ func (e *execution) start(cmd *exec.Cmd, tty *terminal, g *guard) (*child, int) 
 	if fg != nil && tty.foreground() != own { // the child took the foreground, then failed
 		tty.give(own)
 	}
-	e.errorf("%v", err)
+	r.errorf("%v", err)
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 		return nil, exitNotFound
 	}
 	return nil, exitNoExec
 }
 
-// supervise passes signals on to the command's process group and ends the group when the
-// lock is lost: SIGTERM, then SIGKILL after --grace, or as soon as the command has exited.
-// When the command stops and exec has a terminal, exec stops with it (terminal.suspend). It
-// returns the command's exit status.
-func (e *execution) supervise(c *child, lock *redlock.Lock, h *holder, tty *terminal) int {
+// supervise passes signals on to the command's process group and ends the group when lost
+// closes (after onLoss): SIGTERM, then SIGKILL after --grace, or as soon as the command has
+// exited. When the command stops and there is a terminal, the runner stops with it
+// (terminal.suspend). It returns the command's exit status.
+func (r *runner) supervise(c *child, lost <-chan struct{}, onLoss func(), tty *terminal) int {
 	var kill <-chan time.Time
-	lost, wasLost := lock.Lost(), false
+	wasLost := false
 	for {
 		select {
 		case <-c.exited:
@@ -92,8 +89,8 @@ func (e *execution) supervise(c *child, lock *redlock.Lock, h *holder, tty *term
 				c.signal(syscall.SIGKILL)
 			}
 			return status(c.cmd.ProcessState)
-		case s := <-e.sigs:
-			e.logf("passing %v to the command", s)
+		case s := <-r.sigs:
+			r.logf("passing %v to the command", s)
 			c.signal(s.(syscall.Signal))
 		case <-c.stopped:
 			if tty != nil {
@@ -101,42 +98,44 @@ func (e *execution) supervise(c *child, lock *redlock.Lock, h *holder, tty *term
 			}
 		case <-lost:
 			lost, wasLost = nil, true
-			e.reportLoss(h)
+			onLoss()
 			c.signal(syscall.SIGTERM)
-			t := time.NewTimer(e.grace)
+			t := time.NewTimer(r.grace)
 			defer t.Stop()
 			kill = t.C
 		case <-kill:
 			kill = nil
-			e.errorf("command still running %v after SIGTERM; sending SIGKILL", e.grace)
+			r.errorf("command still running %v after SIGTERM; sending SIGKILL", r.grace)
 			c.signal(syscall.SIGKILL)
 		}
 	}
 }
 
-// reportLoss says that the lock was lost, and why.
-func (e *execution) reportLoss(h *holder) {
-	e.errorf("lock %q lost; sending SIGTERM, SIGKILL in %v", e.key, e.grace)
-	for _, line := range describe(h.err(), e.nodes) {
-		if line != redlock.ErrNotHeld.Error() {
-			fmt.Fprintf(e.stderr, "  %s\n", line)
+// An envVar is a variable of the command's environment; an empty value removes it.
+type envVar struct{ name, value string }
+
+// childEnv is the command's environment: env with vars set, or removed when empty, so that a
+// command never sees an outer lock's variable for its own. exec sets REDLOCK_TOKEN to the
+// lock's token, so that the command can hand the lock on (Client.Resume takes it over), and
+// REDLOCK_FENCE to its fencing token when it has one; elect sets REDLOCK_TERM.
+func childEnv(env []string, vars ...envVar) []string {
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return slices.ContainsFunc(vars, func(v envVar) bool { return strings.HasPrefix(kv, v.name+"=") })
+	})
+	for _, v := range vars {
+		if v.value != "" {
+			env = append(env, v.name+"="+v.value)
 		}
 	}
+	return env
 }
 
-// childEnv is the command's environment: env with REDLOCK_TOKEN set to the lock's token, so
-// that the command can hand the lock on (Client.Resume takes it over), and REDLOCK_FENCE to its
-// fencing token when it has one, removed otherwise, so that a command never sees an outer
-// lock's fencing token.
-func childEnv(env []string, fence uint64, token string) []string {
-	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		return strings.HasPrefix(kv, "REDLOCK_FENCE=") || strings.HasPrefix(kv, "REDLOCK_TOKEN=")
-	})
-	env = append(env, "REDLOCK_TOKEN="+token)
-	if fence != 0 {
-		env = append(env, "REDLOCK_FENCE="+strconv.FormatUint(fence, 10))
+// fenceVar is a fencing token or term as the command's environment gives it, "" for none.
+func fenceVar(fence uint64) string {
+	if fence == 0 {
+		return ""
 	}
-	return env
+	return strconv.FormatUint(fence, 10)
 }
 
 // status is the exit status a shell would give for the command's end.

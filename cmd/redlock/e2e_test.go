@@ -255,6 +255,17 @@ func TestExecPassesExitStatusAndReleases(t *testing.T) {
 	}
 }
 
+// A command that runs for several ttls keeps the lock all along: exec extends it (the
+// library's KeepAlive), and the command still finds it held, under its own token, at the end.
+func TestExecKeepsTheLockPastItsTTL(t *testing.T) {
+	c := startCluster(t)
+	script := fmt.Sprintf(`sleep 5; %s status --key k | grep -q "verdict: held on a quorum ([23]/3 nodes) by $(echo "$REDLOCK_TOKEN" | cut -c1-8)" || exit 99`, redlockBinary(t))
+	code, stdout, stderr := runCmd(t, []string{"REDLOCK_NODES=" + c.nodes}, "exec", "--key", "k", "--ttl", "2s", "--", "sh", "-c", script)
+	if code != 0 || strings.Contains(stderr, "lost") {
+		t.Fatalf("exit status %d, want 0: the lock was not kept for 5s with a ttl of 2s\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
 func TestExecNotAcquiredWithinWait(t *testing.T) {
 	c := startCluster(t)
 	held, err := c.locker.TryLock(context.Background(), "deploy", time.Minute)

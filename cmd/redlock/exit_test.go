@@ -63,3 +63,29 @@ func TestExecExitsSoonAfterItsCommand(t *testing.T) {
 		})
 	}
 }
+
+// elect, as exec, exits within 2 s of its command whatever the nodes do: two of three stop
+// while it leads, and the resignation must not wait for them (asserted: under 4 s).
+func TestElectExitsSoonAfterItsCommand(t *testing.T) {
+	c := startCluster(t)
+	done := filepath.Join(t.TempDir(), "done")
+	script := `echo ready; while [ ! -e "$DONE" ]; do sleep 0.01; done; echo exiting`
+	env := []string{"DONE=" + done, "GORACE=atexit_sleep_ms=0"}
+	r := startWith(t, nil, env, "elect", "--nodes", c.nodes, "--name", "e", "--value", "v", "--ttl", "30s",
+		"--node-timeout", "10s", "--", "sh", "-c", script)
+	waitLine(t, r.stdout, "ready")
+	c.servers[0].Pause(t)
+	c.servers[1].Pause(t)
+	if err := os.WriteFile(done, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitLine(t, r.stdout, "exiting")
+	start := time.Now()
+	code := r.wait(t)
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("redlock elect exited %v after its command; want within 2s\nstderr: %s", d.Round(time.Millisecond), r.stderr)
+	}
+	if code != 0 {
+		t.Fatalf("exit %d, want the command's 0\nstderr: %s", code, r.stderr)
+	}
+}

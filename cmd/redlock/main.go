@@ -1,6 +1,7 @@
 // Command redlock is the command-line front of the redlock library: run the failure scenarios
 // against in-memory Redis nodes (simulate), run a command under a lock held across independent
-// Redis masters (exec), and look at a lock on every node (status).
+// Redis masters (exec), run a command while leading an election on them (elect), and look at a
+// lock on every node or at an election's leader (status).
 package main
 
 import (
@@ -27,7 +28,8 @@ const usage = `usage: redlock <command> [flags]
 commands:
   simulate  run the failure scenarios against Redis nodes (in memory, or real servers) and check the lock
   exec      run a command while holding a lock across Redis masters
-  status    show a lock on every node and whether a quorum holds it
+  status    show a lock on every node and whether a quorum holds it, or an election's leader
+  elect     run a command while leading an election, or watch who leads
 
 Run "redlock <command> -h" for a command's flags.
 `
@@ -44,6 +46,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runExec(ctx, args[1:], stdout, stderr)
 	case "status":
 		return runStatus(ctx, args[1:], stdout, stderr)
+	case "elect":
+		return runElect(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

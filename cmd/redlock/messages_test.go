@@ -24,6 +24,7 @@ func TestBadFlagsPrintOneLine(t *testing.T) {
 		{[]string{"exec", "--nodes", "redis://127.0.0.1:1", "--key", "k"}, "redlock exec: no command to run (put it after --)\nrun 'redlock exec -h' for usage\n"},
 		{[]string{"status", "--colour"}, "redlock status: flag provided but not defined: -colour\nrun 'redlock status -h' for usage\n"},
 		{[]string{"status", "--nodes", "redis://127.0.0.1:1", "--key", "k", "extra"}, "redlock status: unexpected arguments [\"extra\"]\nrun 'redlock status -h' for usage\n"},
+		{[]string{"elect", "--colour"}, "redlock elect: flag provided but not defined: -colour\nrun 'redlock elect -h' for usage\n"},
 		{[]string{"--colour"}, "redlock: flag provided but not defined: -colour\nrun 'redlock -h' for usage\n"},
 		{[]string{"nope"}, "redlock: unknown command \"nope\"\nrun 'redlock -h' for usage\n"},
 	} {
@@ -34,26 +35,33 @@ func TestBadFlagsPrintOneLine(t *testing.T) {
 	}
 }
 
-// exec -h prints the usage on stdout, and it lists every exit status exec can return.
-func TestExecHelpListsEveryExitStatus(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "exec", "-h")
-	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "usage: redlock exec") {
-		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
-	_, section, _ := strings.Cut(stdout, "Exit status:")
-	section, _, _ = strings.Cut(section, "\n\n")
-	for _, s := range execStatuses {
-		if !regexp.MustCompile(`\b` + strconv.Itoa(s) + `\b`).MatchString(section) {
-			t.Errorf("exit status %d is not in the usage's exit statuses:\n%s", s, section)
+// exec -h and elect -h print the usage on stdout, and it lists every exit status the command
+// can return.
+func TestHelpListsEveryExitStatus(t *testing.T) {
+	for cmd, statuses := range map[string][]int{"exec": execStatuses, "elect": electStatuses} {
+		code, stdout, stderr := runCLI(t, cmd, "-h")
+		if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "usage: redlock "+cmd) {
+			t.Fatalf("%s: exit %d, stdout:\n%s\nstderr:\n%s", cmd, code, stdout, stderr)
 		}
-	}
-	if !strings.Contains(section, "128+n") {
-		t.Errorf("the usage does not say 128+n:\n%s", section)
+		_, section, _ := strings.Cut(stdout, "Exit status:")
+		section, _, _ = strings.Cut(section, "\n\n")
+		for _, s := range statuses {
+			if !regexp.MustCompile(`(?m)^  ` + strconv.Itoa(s) + `\b`).MatchString(section) {
+				t.Errorf("%s: exit status %d is not in the usage's exit statuses:\n%s", cmd, s, section)
+			}
+		}
+		if !strings.Contains(section, "128+n") {
+			t.Errorf("%s: the usage does not say 128+n:\n%s", cmd, section)
+		}
 	}
 }
 
-// execStatuses are the exit statuses of redlock exec besides the command's own.
-var execStatuses = []int{exitUsage, exitSoftware, exitTempFail, exitNoPerm, exitNoExec, exitNotFound}
+// execStatuses are the exit statuses of redlock exec besides the command's own; electStatuses
+// those of redlock elect, 0 for --observe.
+var (
+	execStatuses  = []int{exitUsage, exitSoftware, exitTempFail, exitNoPerm, exitNoExec, exitNotFound}
+	electStatuses = append([]int{0}, execStatuses...)
+)
 
 // docs/cli.md lists the same exit statuses as the usage, for exec and for status.
 func TestDocsListTheExitStatuses(t *testing.T) {
@@ -64,20 +72,27 @@ func TestDocsListTheExitStatuses(t *testing.T) {
 	doc := string(b)
 	_, execPart, _ := strings.Cut(doc, "## `redlock exec`")
 	execPart, statusPart, _ := strings.Cut(execPart, "## `redlock status`")
+	statusPart, electPart, _ := strings.Cut(statusPart, "## `redlock elect`")
 	row := regexp.MustCompile(`(?m)^\| (\d+)[ |(]`)
-	var listed []int
-	for _, m := range row.FindAllStringSubmatch(execPart, -1) {
-		n, _ := strconv.Atoi(m[1])
-		listed = append(listed, n)
-	}
-	for _, s := range execStatuses {
-		if !slices.Contains(listed, s) {
-			t.Errorf("docs/cli.md's exec section has no row for exit status %d (rows: %v)", s, listed)
+	for _, part := range []struct {
+		name     string
+		text     string
+		statuses []int
+	}{{"exec", execPart, execStatuses}, {"elect", electPart, electStatuses}} {
+		var listed []int
+		for _, m := range row.FindAllStringSubmatch(part.text, -1) {
+			n, _ := strconv.Atoi(m[1])
+			listed = append(listed, n)
 		}
-	}
-	for _, n := range listed {
-		if !slices.Contains(execStatuses, n) {
-			t.Errorf("docs/cli.md lists exit status %d, which exec never returns", n)
+		for _, s := range part.statuses {
+			if !slices.Contains(listed, s) {
+				t.Errorf("docs/cli.md's %s section has no row for exit status %d (rows: %v)", part.name, s, listed)
+			}
+		}
+		for _, n := range listed {
+			if !slices.Contains(part.statuses, n) {
+				t.Errorf("docs/cli.md lists exit status %d, which %s never returns", n, part.name)
+			}
 		}
 	}
 	for _, want := range []string{"| 0 ", "| 1 ", "| 2 "} {
@@ -139,7 +154,11 @@ func TestOneNodeIsSingular(t *testing.T) {
 // the lock is not acquired.
 func TestExecNodeFailurePrintedOnce(t *testing.T) {
 	s := redistest.StartACL(t, user, password)
-	nodes := fmt.Sprintf("redis://%s:%s@%s,redis://127.0.0.1:%s,redis://127.0.0.1:%s", user, password, s.Addr, freeLoopbackPort(t), freeLoopbackPort(t))
+	a, b := freeLoopbackPort(t), freeLoopbackPort(t)
+	for b == a { // the kernel may hand out a port just closed again
+		b = freeLoopbackPort(t)
+	}
+	nodes := fmt.Sprintf("redis://%s:%s@%s,redis://127.0.0.1:%s,redis://127.0.0.1:%s", user, password, s.Addr, a, b)
 	code, stdout, stderr := runCmd(t, nil, "exec", "--nodes", nodes, "--key", "k", "--", "echo", "ran")
 	if code != exitTempFail || strings.Contains(stdout, "ran") {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)

@@ -35,7 +35,6 @@ type nodeFlags struct {
 	nodes       string
 	cluster     string
 	votes       int
-	key         string
 	prefix      string
 	nodeTimeout time.Duration
 	caFile      string
@@ -48,21 +47,31 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cluster, "cluster", "", "instead of --nodes, the `URL` of one Redis Cluster whose masters give the votes, "+
 		"redis+cluster://... or rediss+cluster://... (needs --votes)")
 	fs.IntVar(&f.votes, "votes", 0, "with --cluster, how many `votes`: independent keys on as many distinct masters")
-	fs.StringVar(&f.key, "key", "", "the lock's `name` (required)")
 	fs.StringVar(&f.prefix, "prefix", "", "a `prefix` put before the key on the nodes")
 	fs.DurationVar(&f.nodeTimeout, "node-timeout", 500*time.Millisecond, "how long one call waits for one node")
 	fs.StringVar(&f.caFile, "cacert", "", "a PEM `file` of CA certificates to verify rediss:// nodes with, instead of the system's")
 }
 
+// registerKey adds --key, the lock's name, set into key.
+func registerKey(fs *flag.FlagSet, key *string) {
+	fs.StringVar(key, "key", "", "the lock's `name` (required)")
+}
+
+// checkName checks the name that flag gives (--key, --name), as the library would, before any
+// node is asked.
+func checkName(flag, name string) error {
+	if name == "" {
+		return fmt.Errorf("%s is required", flag)
+	}
+	if err := wire.CheckKey(name); err != nil {
+		return fmt.Errorf("%s: %v", flag, err)
+	}
+	return nil
+}
+
 // parse checks the flags and returns the nodes they name.
 func (f *nodeFlags) parse() ([]node, error) {
-	if f.key == "" {
-		return nil, errors.New("--key is required")
-	}
 	// What the library would refuse, refused before any node is asked.
-	if err := wire.CheckKey(f.key); err != nil {
-		return nil, fmt.Errorf("--key: %v", err)
-	}
 	if _, err := wire.NewNames(f.prefix); err != nil {
 		return nil, fmt.Errorf("--prefix: %v", err)
 	}
@@ -278,30 +287,34 @@ func closeClients(cs []redis.UniversalClient) {
 // its index and redacted URL. Addresses in the library's errors are host:port only.
 func describe(err error, nodes []node) []string {
 	var lines []string
-	var walk func(error)
-	walk = func(e error) {
-		ne, ok := e.(*redlock.NodeError)
-		switch {
-		case ok && ne.Node >= 0 && ne.Node < len(nodes):
+	walkErrors(err, func(e error) {
+		if ne, ok := e.(*redlock.NodeError); ok && ne.Node >= 0 && ne.Node < len(nodes) {
 			lines = append(lines, fmt.Sprintf("node %d (%s): %v", ne.Node, nodes[ne.Node].name, ne.Err))
-		default:
-			if j, ok := e.(interface{ Unwrap() []error }); ok {
-				for _, inner := range j.Unwrap() {
-					walk(inner)
-				}
-				return
-			}
-			lines = append(lines, e.Error())
+			return
 		}
-	}
-	if err != nil {
-		walk(err)
-	}
+		lines = append(lines, e.Error())
+	})
 	// Node lines in node order, after any others.
 	slices.SortStableFunc(lines, func(a, b string) int {
 		return strings.Compare(nodeOrder(a), nodeOrder(b))
 	})
 	return lines
+}
+
+// walkErrors calls f with each error that err joins (errors.Join), depth first, down to a
+// *redlock.NodeError or an error that joins none; nothing for a nil err.
+func walkErrors(err error, f func(error)) {
+	if _, ok := err.(*redlock.NodeError); !ok {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, inner := range j.Unwrap() {
+				walkErrors(inner, f)
+			}
+			return
+		}
+	}
+	if err != nil {
+		f(err)
+	}
 }
 
 // nodeOrder is the sort key of a line from describe: "" for a general line, else the node

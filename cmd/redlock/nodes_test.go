@@ -134,11 +134,14 @@ func TestDescribe(t *testing.T) {
 
 func TestChildEnv(t *testing.T) {
 	env := []string{"A=1", "REDLOCK_FENCE=7", "REDLOCK_TOKEN=outer", "B=2"}
-	if got := fmt.Sprint(childEnv(env, 0, "tok")); got != "[A=1 B=2 REDLOCK_TOKEN=tok]" {
+	if got := fmt.Sprint(childEnv(env, envVar{"REDLOCK_TOKEN", "tok"}, envVar{"REDLOCK_FENCE", fenceVar(0)})); got != "[A=1 B=2 REDLOCK_TOKEN=tok]" {
 		t.Errorf("no fencing: %s", got)
 	}
-	if got := fmt.Sprint(childEnv(env, 42, "tok")); got != "[A=1 B=2 REDLOCK_TOKEN=tok REDLOCK_FENCE=42]" {
+	if got := fmt.Sprint(childEnv(env, envVar{"REDLOCK_TOKEN", "tok"}, envVar{"REDLOCK_FENCE", fenceVar(42)})); got != "[A=1 B=2 REDLOCK_TOKEN=tok REDLOCK_FENCE=42]" {
 		t.Errorf("fence 42: %s", got)
+	}
+	if got := fmt.Sprint(childEnv(env, envVar{"REDLOCK_TERM", "7"})); got != "[A=1 REDLOCK_FENCE=7 REDLOCK_TOKEN=outer B=2 REDLOCK_TERM=7]" {
+		t.Errorf("a term: %s", got)
 	}
 	if env[1] != "REDLOCK_FENCE=7" || env[2] != "REDLOCK_TOKEN=outer" {
 		t.Error("the caller's slice was changed")

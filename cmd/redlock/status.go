@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/quorum"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,39 +54,88 @@ const (
 	verdictUnknown = "unknown"
 )
 
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var nf nodeFlags
+// statusConfig is what the command line asks redlock status to show.
+type statusConfig struct {
+	nodeFlags
+	key      string
+	election string
+	ttl      time.Duration // the election's
+	json     bool
+}
+
+// flagSet returns the flags of redlock status, set into s when parsed; its output is discarded
+// (see commandLineError).
+func (s *statusConfig) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("redlock status", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // see commandLineError
-	nf.register(fs)
-	asJSON := fs.Bool("json", false, "print the status as JSON")
+	fs.SetOutput(io.Discard)
+	s.register(fs)
+	registerKey(fs, &s.key)
+	fs.StringVar(&s.election, "election", "", "instead of --key, the `name` of an election: show its leader")
+	fs.DurationVar(&s.ttl, "ttl", 10*time.Second, "with --election, the ttl its candidates campaign with: the time left allows for its clock drift")
+	fs.BoolVar(&s.json, "json", false, "print the status as JSON")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), statusUsage)
 		fs.PrintDefaults()
 	}
-	nodes, err := parseStatusArgs(fs, &nf, args)
+	return fs
+}
+
+// parseArgs parses args with fs into s and returns the nodes they name.
+func (s *statusConfig) parseArgs(fs *flag.FlagSet, args []string) ([]node, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	switch {
+	case s.key != "" && s.election != "":
+		return nil, errors.New("give --key or --election, not both")
+	case s.election != "":
+		err = checkName("--election", s.election)
+		if err == nil {
+			err = checkTTL(s.ttl)
+		}
+	default:
+		err = checkName("--key", s.key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.parse()
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var s statusConfig
+	fs := s.flagSet()
+	nodes, err := s.parseArgs(fs, args)
 	if err != nil {
 		return commandLineError(fs, err, stdout, stderr)
 	}
 	cs := clients(nodes)
 	defer closeClients(cs)
+	if s.election != "" {
+		return s.showLeader(ctx, nodes, cs, stdout, stderr)
+	}
+	return s.showKey(ctx, nodes, cs, stdout, stderr)
+}
+
+// showKey prints the state of --key on every node and the verdict, and returns the exit status.
+func (s *statusConfig) showKey(ctx context.Context, nodes []node, cs []redis.UniversalClient, stdout, stderr io.Writer) int {
 	cluster := ""
-	if nf.cluster != "" {
+	if s.cluster != "" {
 		cluster = nodes[0].name
 	}
-	nodes, vcs, err := nf.expand(ctx, nodes, cs)
+	nodes, vcs, err := s.expand(ctx, nodes, cs)
 	if err != nil {
 		fmt.Fprintf(stderr, "redlock status: %v\n", err)
 		return 1
 	}
-
-	names, err := wire.NewNames(nf.prefix)
-	if err != nil {
-		return commandLineError(fs, err, stdout, stderr)
-	}
-	st := inspect(ctx, vcs, nodes, stored{names, nf.key}, nf.nodeTimeout)
-	st.Key, st.Cluster = nf.key, cluster
-	if *asJSON {
+	names, _ := wire.NewNames(s.prefix) // checked by parse
+	st := inspect(ctx, vcs, nodes, stored{names, s.key}, s.nodeTimeout)
+	st.Key, st.Cluster = s.key, cluster
+	if s.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(st)
@@ -99,24 +149,21 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 const statusUsage = `usage: redlock status (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [-json]
+       redlock status (--nodes URL,URL,... | --cluster URL --votes N) --election NAME [--ttl D] [-json]
 
-Shows, for every node, whether it answered, whether it holds the key, the remaining TTL and
-the holder's token (shortened), then the verdict: held (one token on a quorum), free, split
-(held on some nodes, no quorum) or unknown (too few nodes answered). Exit status 0, or 1 when
-the verdict is unknown, 2 for bad flags.
+With --key, shows for every node whether it answered, whether it holds the key, the remaining
+TTL and the holder's token (shortened), then the verdict: held (one token on a quorum), free,
+split (held on some nodes, no quorum) or unknown (too few nodes answered). Exit status 0, or 1
+when the verdict is unknown.
+
+With --election, shows the election's leader as a quorum of nodes sees it: its value, term
+and the time its term has left, or "no leader"; -json prints {"value": V, "term": N, "until":
+RFC 3339}, value "" and term 0 for no leader. Exit status 0 with a leader or none, 1 when too
+few nodes answered to tell (nothing is printed on stdout then).
+
+It only reads. Exit status 2 for bad flags.
 
 `
-
-// parseStatusArgs parses args with fs into nf and returns the nodes they name.
-func parseStatusArgs(fs *flag.FlagSet, nf *nodeFlags, args []string) ([]node, error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	return nf.parse()
-}
 
 // stored names a lock's keys on the nodes.
 type stored struct {
@@ -133,7 +180,7 @@ func (s stored) on(tag, name string) string {
 
 // inspect reads the key and its TTL from every node at once and weighs the answers.
 func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stored stored, timeout time.Duration) lockStatus {
-	st := lockStatus{Quorum: len(cs)/2 + 1, Nodes: make([]nodeStatus, len(cs))}
+	st := lockStatus{Quorum: quorum.Of(len(cs)), Nodes: make([]nodeStatus, len(cs))}
 	done := make(chan struct{})
 	for i, c := range cs {
 		go func() {

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// A runner is what redlock exec and redlock elect share: the nodes, how to run COMMAND under
+// a lock or a term (--ttl, --wait, --grace), the signals caught, and the messages.
+type runner struct {
+	nodeFlags
+	name    string // "redlock exec", "redlock elect": every message starts with it
+	nodes   []node
+	ttl     time.Duration
+	wait    time.Duration
+	grace   time.Duration
+	verbose bool
+	argv    []string // the command and its arguments
+
+	stdout, stderr io.Writer
+	sigs           chan os.Signal // the signals caught, to pass on to the command
+	reported       []bool         // by node: its failure was reported already
+	mu             sync.Mutex     // one message at a time on stderr (see finish)
+}
+
+// registerRun adds the flags that say how to run the command under what ("lock", "term").
+func (r *runner) registerRun(fs *flag.FlagSet, what string) {
+	r.register(fs)
+	fs.DurationVar(&r.ttl, "ttl", 10*time.Second, "the "+what+"'s time to live; it is extended by as much whenever a third of it is left")
+	fs.DurationVar(&r.wait, "wait", 0, "how long to wait for the "+what+"; 0 makes one attempt")
+	fs.DurationVar(&r.grace, "grace", 10*time.Second, "after the "+what+" is lost, how long the command has between SIGTERM and SIGKILL")
+	fs.BoolVar(&r.verbose, "verbose", false, "report on stderr when the "+what+" is taken, lost and given back")
+}
+
+// parseRun checks the flags of registerRun and the command line left after fs parsed it, and
+// reads the nodes.
+func (r *runner) parseRun(fs *flag.FlagSet) error {
+	nodes, err := r.parse()
+	switch {
+	case err != nil:
+		return err
+	case fs.NArg() == 0:
+		return errors.New("no command to run (put it after --)")
+	}
+	if err := checkTTL(r.ttl); err != nil {
+		return err
+	}
+	switch {
+	case r.wait < 0:
+		return fmt.Errorf("--wait %v must not be negative", r.wait)
+	case r.grace < 0:
+		return fmt.Errorf("--grace %v must not be negative", r.grace)
+	}
+	r.nodes, r.argv = nodes, fs.Args()
+	return nil
+}
+
+// checkTTL refuses a --ttl that no lock may have, as the library would, before any node is asked.
+func checkTTL(ttl time.Duration) error {
+	switch d := clock.Drift(ttl, driftFactor); {
+	case ttl <= 0 || ttl%time.Millisecond != 0:
+		return fmt.Errorf("--ttl %v must be a positive whole number of milliseconds", ttl)
+	case ttl <= d:
+		return fmt.Errorf("--ttl %v must be longer than the clock drift it allows for, %v", ttl, d)
+	}
+	return nil
+}
+
+// errorf tells the user on stderr.
+func (r *runner) errorf(format string, a ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.stderr, r.name+": "+format+"\n", a...)
+}
+
+// logf tells the user on stderr with --verbose.
+func (r *runner) logf(format string, a ...any) {
+	if r.verbose {
+		r.errorf(format, a...)
+	}
+}
+
+// catchSignals catches the signals to pass on from now on: while waiting for the lock or the
+// term they end the wait, later they go to the command. The returned function stops it.
+func (r *runner) catchSignals() (stop func()) {
+	r.sigs = make(chan os.Signal, 8)
+	signal.Notify(r.sigs, forwarded...)
+	return func() { signal.Stop(r.sigs) }
+}
+
+// exitBudget bounds what a runner does once its command has ended (give the lock or the term
+// back, close the Client and the connections) so that it exits within 2 s of the command
+// whatever the nodes do: a node that has not answered the release by then may keep the key
+// until its ttl ends.
+const exitBudget = time.Second
+
+// finish runs giveBack (when not nil: the release of the lock or the term) and closes locker
+// (when not nil) and cs, giving up after exitBudget. What it gave up on is left to the
+// process's exit, which follows at once: the library bounds a release by the node timeout,
+// which --node-timeout may make long, and Close by the calls it waits for.
+func (r *runner) finish(ctx context.Context, giveBack func(ctx context.Context), locker *redlock.Client, cs []redis.UniversalClient) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if giveBack != nil {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exitBudget)
+			giveBack(uctx)
+			cancel()
+		}
+		if locker != nil {
+			locker.Close()
+		}
+		closeClients(cs)
+	}()
+	t := time.NewTimer(exitBudget)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		r.logf("release and clean-up not done after %v; exiting without them (a node that has not answered may keep the key until its ttl ends)", exitBudget)
+	}
+}
+
+// connect checks the nodes and returns the Client over them, made with opts besides the node
+// timeout, the prefix and the drift factor, or nil and the exit status.
+func (r *runner) connect(ctx context.Context, cs []redis.UniversalClient, opts ...redlock.Option) (*redlock.Client, int) {
+	if !r.preflight(ctx, cs) {
+		return nil, exitNoPerm
+	}
+	if r.cluster != "" {
+		nodes, _, err := r.expand(ctx, r.nodes, cs)
+		if err != nil { // the cluster did not answer
+			r.errorf("%v", err)
+			return nil, exitTempFail
+		}
+		r.nodes, r.reported = nodes, nil // the votes, numbered anew
+	}
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(r.nodeTimeout), redlock.WithKeyPrefix(r.prefix), redlock.WithDriftFactor(driftFactor)}, opts...)
+	locker, err := r.locker(ctx, cs, opts...)
+	switch {
+	case err != nil && r.cluster != "": // read again, the cluster did not answer
+		r.errorf("%v", err)
+		return nil, exitTempFail
+	case err != nil: // the flags were checked: nothing New refuses is left
+		r.errorf("%v", err)
+		return nil, exitSoftware
+	}
+	return locker, 0
+}
+
+// preflight pings every node once so that credentials a node refuses show at once, naming the
+// node, rather than as a wait for a lock that can never be had. It reports every node that
+// failed, and marks it so that it is not reported again if the lock is not acquired; it
+// returns false only when the refusals leave no quorum.
+func (r *runner) preflight(ctx context.Context, cs []redis.UniversalClient) bool {
+	refused := 0
+	r.reported = make([]bool, len(cs))
+	for i, err := range ping(ctx, cs, r.nodes, r.nodeTimeout) {
+		if err == nil {
+			continue
+		}
+		if authFailure(err) {
+			refused++
+		}
+		r.errorf("node %d (%s): %v", i, r.nodes[i].name, err)
+		r.reported[i] = true
+	}
+	if len(cs)-refused < quorum.Of(len(cs)) {
+		r.errorf("%d of %s refused the credentials or failed TLS; no quorum is possible", refused, count(len(cs), "node"))
+		return false
+	}
+	return true
+}
+
+// take gets what once (one attempt) or until (attempts until its context ends) gets: once when
+// wait is 0, else until, bounded by wait. A signal from sigs ends the wait and is returned;
+// what was got just as it came is given back with giveBack.
+func take[T any](ctx context.Context, wait time.Duration, sigs <-chan os.Signal,
+	once, until func(context.Context) (T, error), giveBack func(context.Context, T)) (T, os.Signal, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		if wait == 0 {
+			r.v, r.err = once(ctx)
+		} else {
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			r.v, r.err = until(wctx)
+			cancel()
+		}
+		done <- r
+	}()
+	var zero T
+	select {
+	case r := <-done:
+		return r.v, nil, r.err
+	case s := <-sigs:
+		cancel()
+		if r := <-done; r.err == nil { // got just as the signal came: give it back
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			giveBack(uctx, r.v)
+			cancel()
+		}
+		return zero, s, nil
+	}
+}
+
+// signalStatus is the exit status for signal s that ended a wait: 128+n, as a shell gives.
+func signalStatus(s os.Signal) int { return 128 + int(s.(syscall.Signal)) }
+
+// whyNot prints, indented, why the lock or the term was not had: err's lines (see describe),
+// less what was said already: the sentinel, the end of the wait (also for the nodes whose
+// answer it cut off), and the nodes that preflight reported.
+func (r *runner) whyNot(err error) {
+	waitOver := errors.Is(err, context.DeadlineExceeded)
+	for _, line := range describe(err, r.nodes) {
+		i, ok := lineNode(line)
+		if line == redlock.ErrNotAcquired.Error() || line == context.DeadlineExceeded.Error() ||
+			waitOver && strings.HasSuffix(line, ": "+context.DeadlineExceeded.Error()) ||
+			ok && i < len(r.reported) && r.reported[i] {
+			continue
+		}
+		fmt.Fprintf(r.stderr, "  %s\n", line)
+	}
+}
