@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	stopClusters()
 	stopFive()
+	stopEtcd()
 	stopEnv()
 	os.Exit(code)
 }

@@ -3,8 +3,10 @@
 # minute on the shared machine touches every library alike, rather than five runs of one case
 # in a row), then benchstat, then BENCHMARKS.md and its chart from those results.
 #
-# ROUNDS (default 8) sets the number of rounds; about 80 s each on 2 cores, half of it the
-# gray-failure case (9 windows of 4 s).
+# ROUNDS (default 8) sets the number of rounds; about 100 s each on 2 cores, 40 s of it the
+# gray-failure case (9 windows of 4 s) and 20 s the leader election's fail-overs (10 crashes
+# with a 1 s ttl). The fail-over case measures etcd beside this library when etcd is installed
+# (apt-get install -y etcd-server: Debian's); without it, it skips etcd and says so.
 set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}
@@ -14,9 +16,10 @@ BENCHSTAT=${BENCHSTAT:-"$GO run golang.org/x/perf/cmd/benchstat@v0.0.0-202609082
 # case pattern, then -benchtime: a fixed number of ops, so that the libraries of a case get
 # the same sample for their percentiles, except redsync with a slow node, which waits for it
 # (85 ms an op) and gets fewer; the contended cases (BenchmarkContended, and BenchmarkRueidis's
-# mode=contended) are one 2 s window an op, the gray-failure case one 4 s window an op. benchreport compares the gray-failure case's variants and
-# libraries within a round by the test process that ran them: keep it one pattern, one process
-# a round.
+# mode=contended) are one 2 s window an op, the gray-failure case one 4 s window an op, the
+# fail-over case one election an op (200 fail-overs after a resign, 5 after a crash).
+# benchreport compares the gray-failure and fail-over cases' variants and libraries within a
+# round by the test process that ran them: keep each one pattern, one process a round.
 cases=(
 	'^BenchmarkUncontended$' 1000x
 	'^BenchmarkSlowNode$/^impl=(floor|redlock|redsync-failfast)$' 600x
@@ -27,6 +30,7 @@ cases=(
 	'^BenchmarkGrayFailure$' 1x
 	'^BenchmarkRueidis$/^mode=(serial|g8|g64)$' 1000x
 	'^BenchmarkRueidis$/^mode=contended$' 1x
+	'^BenchmarkFailover$' 1x
 )
 
 tmp=$(mktemp -d)
@@ -51,13 +55,14 @@ done
 	echo "os: $(uname -sr)"
 	echo "go: $($GO version)"
 	echo "redis: $(redis-server --version)"
-	$GO list -m -f 'module: {{.Path}} {{.Version}}' github.com/go-redsync/redsync/v4 github.com/bsm/redislock github.com/redis/go-redis/v9 github.com/redis/rueidis github.com/valkey-io/valkey-go
+	if command -v etcd >/dev/null; then echo "etcd: $(etcd --version | sed -n 's/^etcd Version: //p')"; else echo "etcd: not installed"; fi
+	$GO list -m -f 'module: {{.Path}} {{.Version}}' github.com/go-redsync/redsync/v4 github.com/bsm/redislock github.com/redis/go-redis/v9 github.com/redis/rueidis github.com/valkey-io/valkey-go go.etcd.io/etcd/client/v3
 	echo "load average (1, 5, 15 min) before: $load_before"
 	echo "load average (1, 5, 15 min) after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "rounds: $ROUNDS"
 	for ((i = 0; i < ${#cases[@]}; i += 2)); do echo "benchtime: ${cases[i]} ${cases[i + 1]}"; done
 } >results/machine.txt
 
-$BENCHSTAT -col '/impl@(floor redlock redsync redsync-failfast redislock-1node redlock-rueidis redsync-rueidis rueidislock)' "$raw" >results/benchstat.txt
+$BENCHSTAT -col '/impl@(floor redlock redsync redsync-failfast redislock-1node redlock-rueidis redsync-rueidis rueidislock etcd)' "$raw" >results/benchstat.txt
 $GO run ./cmd/benchreport -dir results -notes limits.md -out BENCHMARKS.md -svg chart.svg
 echo "wrote bench/BENCHMARKS.md and bench/chart.svg" >&2

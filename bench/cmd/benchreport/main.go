@@ -2,7 +2,7 @@
 // in the results directory: raw.txt (go test -bench output of every round), benchstat.txt
 // (benchstat's summary of raw.txt) and machine.txt (key: value lines about the run). Every
 // figure in the page is a median over the rounds, computed here from raw.txt, except those of
-// case 6, which are also shown round by round.
+// cases 6 and 8, which are also shown round by round.
 package main
 
 import (

@@ -27,7 +27,7 @@ const (
 	redsync = "redsync"
 )
 
-var implOrder = []string{floor, ours, redsync, "redsync-failfast", "redislock-1node", oursRueidis, redsyncRueidis, rueidislock}
+var implOrder = []string{floor, ours, redsync, "redsync-failfast", "redislock-1node", oursRueidis, redsyncRueidis, rueidislock, etcd}
 
 // impls returns the impls the case has results for, in the page's order.
 func (r results) impls(c string) []string {
@@ -95,7 +95,7 @@ func (t tableWriter) header(cells ...string) {
 }
 
 // render writes the page from every sample (r) and the samples of each run of the test
-// binary apart (runs), which case 6 compares round by round.
+// binary apart (runs), which cases 6 and 8 show round by round.
 func render(r results, runs []results, machine, stat, limits, svg string) string {
 	var b strings.Builder
 	t := tableWriter{&b}
@@ -120,7 +120,7 @@ func render(r results, runs []results, machine, stat, limits, svg string) string
 	p("\n## What runs\n\n")
 	p("Five (three, five, seven for case 4) local `redis-server` processes on loopback ports, ")
 	p("started by the benchmark; go-redis v9 clients with go-redis's defaults, new ones for each ")
-	p("library; a TTL of 8 s (redsync's default) everywhere but in case 6 (1 s); a fresh key for ")
+	p("library; a TTL of 8 s (redsync's default) everywhere but in cases 6 and 8 (their own); a fresh key for ")
 	p("every operation of the uncontended cases (made before the timer starts), one key for the ")
 	p("whole window of the contended cases.\n\n")
 	p("- **floor**: the least work any go-redis Redlock must do, written in `bench/floor_test.go`: ")
@@ -152,6 +152,8 @@ func render(r results, runs []results, machine, stat, limits, svg string) string
 
 	grays := grayRounds(runs)
 	grayTargetsSection(&b, grays)
+	failovers := failoverRounds(runs)
+	failoverTargetsSection(&b, failovers)
 
 	p("\n## Chart\n\n![medians of the main cases](%s)\n\n", svg)
 
@@ -235,6 +237,7 @@ func render(r results, runs []results, machine, stat, limits, svg string) string
 
 	graySection(&b, r, grays)
 	rueidisSection(&b, r)
+	failoverSection(&b, r, failovers)
 
 	if limits != "" {
 		p("\n## What limits it\n\n%s", limits)
