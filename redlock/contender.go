@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
@@ -33,6 +34,10 @@ type contender struct {
 	// splits counts the attempts in a row that won some nodes but no quorum, since the last
 	// release it heard.
 	splits int
+	// atExpiry is set while its pause ends when the holder's key expires: if the key is still
+	// there then (a node whose clock lags, or a holder that extended it), the next pause is
+	// the retry delay, so that nodes saying "about to expire" cannot make it spin.
+	atExpiry bool
 }
 
 // A result is how an attempt that did not acquire went.
@@ -43,6 +48,9 @@ type result struct {
 	// ahead is the fewest waiters any node has in line before this one, -1 when no node
 	// gave it a place.
 	ahead int64
+	// expiry is how long after the decision a quorum of nodes will have let the holder's key
+	// expire, as their replies said; -1 when too few said.
+	expiry time.Duration
 }
 
 // lock acquires what s says for ttl, waiting: the Lock of every primitive.
@@ -187,9 +195,30 @@ func ahead(out quorum.Outcome[wire.Grant]) int64 {
 	return least
 }
 
+// expiry returns how long the key has left on the need-th node to let it go, of the nodes that
+// said (a yes counts as none left), or -1 when fewer than need said.
+func expiry(out quorum.Outcome[wire.Grant], need int) time.Duration {
+	var left []time.Duration
+	for _, rep := range out.Replies {
+		switch {
+		case rep.Err == nil:
+			left = append(left, 0)
+		case rep.Value.Left >= 0:
+			left = append(left, rep.Value.Left)
+		}
+	}
+	if need < 1 || len(left) < need {
+		return -1
+	}
+	slices.Sort(left)
+	return left[need-1]
+}
+
 // delay is how long to wait after the failed attempt r when no release wakes the waiter. A
 // waiter with others ahead of it on every node is named by a release once its turn comes:
 // it only renews its place meanwhile, twice a lease, instead of trying at the retry delay.
+// The first in line tries again when the holder's key expires on a quorum of nodes, if that
+// comes before the retry delay: a holder that crashed announces nothing.
 func (k *contender) delay(r result) time.Duration {
 	select {
 	case <-k.ready:
@@ -200,6 +229,10 @@ func (k *contender) delay(r result) time.Duration {
 		return k.c.lease() / 2
 	}
 	delay := k.c.retryDelay()
+	k.atExpiry = r.ahead == 0 && r.expiry >= 0 && r.expiry < delay && !k.atExpiry
+	if k.atExpiry {
+		delay = r.expiry + time.Millisecond
+	}
 	if r.votes > 0 || k.splits > 0 {
 		// A split vote, now or lately: nobody may hold the key once everyone's roll-back
 		// lands, and roll-backs are not announced. Retry after a pause that is shorter the
@@ -277,7 +310,8 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 	}
 	k.rollback(ctx, a, out)
 	r := result{err: errors.Join(append([]error{ErrNotAcquired, err}, nodeErrors(c, ctx, out.Outcome, rd.wait)...)...),
-		votes: votes(out.Outcome), elapsed: c.clock.Now().Sub(start), ahead: ahead(out.Outcome)}
+		votes: votes(out.Outcome), elapsed: c.clock.Now().Sub(start), ahead: ahead(out.Outcome),
+		expiry: expiry(out.Outcome, k.s.need)}
 	c.log.DebugContext(ctx, "redlock: not acquired", "kind", k.s.kind, "key", k.s.key, "votes", r.votes, "err", r.err)
 	c.decided(ctx, r.votes, r.elapsed, r.err)
 	return nil, r

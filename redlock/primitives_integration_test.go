@@ -150,6 +150,11 @@ func TestRealServersRWMutexReadersShareWritersExclude(t *testing.T) {
 			if err := l.Unlock(context.Background()); err != nil {
 				t.Error(err)
 			}
+			if writer {
+				// A waiting writer holds new readers back, so that writers back to back
+				// could keep every reader out: writers pause between writes, as real ones do.
+				time.Sleep(time.Duration(10+rand.IntN(10)) * time.Millisecond)
+			}
 		}
 	}
 	var wg sync.WaitGroup

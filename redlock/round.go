@@ -108,9 +108,9 @@ func (c *Client) send(ctx context.Context, i int, cmd command) (any, error) {
 func decodeGrant(reply any) (wire.Grant, error) {
 	if set, ok := reply.(bool); ok {
 		if !set {
-			return wire.Grant{Ahead: -1}, errTaken
+			return wire.Grant{Ahead: -1, Left: -1}, errTaken
 		}
-		return wire.Grant{Ahead: -1}, nil
+		return wire.Grant{Ahead: -1, Left: -1}, nil
 	}
 	granted, g, err := wire.DecodeGrant(reply)
 	if err == nil && !granted {

@@ -196,3 +196,65 @@ func TestRealServersWokenWaiterHoldsAFullLock(t *testing.T) {
 		l2.Unlock(ctx)
 	}
 }
+
+// A holder that crashed announces nothing: the first waiter in line tries again when the key
+// expires on a quorum of nodes, as their refusals said, not a retry delay (an hour) later.
+func TestRealServersFirstWaiterTakesAnExpiredKeyAtOnce(t *testing.T) {
+	addrs := redistest.Addrs(redistest.StartN(t, 3))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	newClient := func() (*redlock.Client, func()) {
+		nodes := redistest.Clients(t, addrs...)
+		c, err := redlock.New(nodes, redlock.WithRetryDelay(time.Hour, time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		crash := func() { // its connections close; nothing is released
+			for _, n := range nodes {
+				n.Close()
+			}
+		}
+		return c, crash
+	}
+	for _, tc := range []struct {
+		kind string
+		// take acquires key on c, waiting, and returns the end of its validity.
+		take func(c *redlock.Client, key string) (time.Time, error)
+	}{
+		{"lock", func(c *redlock.Client, key string) (time.Time, error) {
+			l, err := c.Lock(ctx, key, time.Second)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return l.Until(), nil
+		}},
+		{"election", func(c *redlock.Client, key string) (time.Time, error) {
+			e, err := c.Election(key, time.Second)
+			if err != nil {
+				return time.Time{}, err
+			}
+			term, err := e.Campaign(ctx, "candidate")
+			if err != nil {
+				return time.Time{}, err
+			}
+			return term.Until(), nil
+		}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			holder, crash := newClient()
+			waiter, _ := newClient()
+			until, err := tc.take(holder, "expired")
+			if err != nil {
+				t.Fatal(err)
+			}
+			crash()
+			if _, err := tc.take(waiter, "expired"); err != nil {
+				t.Fatal(err)
+			}
+			if late := time.Since(until); late > 5*time.Second {
+				t.Fatalf("taken %v after the holder's validity ended: the waiter waited for its timer", late)
+			}
+		})
+	}
+}

@@ -168,26 +168,30 @@ func DecodeHeld(reply any) (bool, error) {
 
 // A Grant is a node's answer to an acquisition: with fencing, a yes carries that node's fencing
 // counter and clock (TIME, in microseconds), read in the same step as the SET; a no to a
-// waiter says how many waiters are ahead of it in the node's line (-1 when it has no place).
+// waiter says how many waiters are ahead of it in the node's line (-1 when it has no place) and
+// how long the key has left on the node (-1 when it is free, or unknown).
 type Grant struct {
 	Counter uint64
 	Micros  uint64
 	Ahead   int64
+	Left    time.Duration
 }
 
-// DecodeGrant reads the reply of an acquiring script: {0} for no ({0, ahead} to a waiter),
-// {1} for yes, and with fencing {1, counter, seconds, microseconds}.
+// DecodeGrant reads the reply of an acquiring script: {0} for no ({0, ahead, ms left} to a
+// waiter), {1} for yes, and with fencing {1, counter, seconds, microseconds}.
 func DecodeGrant(reply any) (granted bool, g Grant, err error) {
 	vals, ok := reply.([]any)
-	g.Ahead = -1
+	g.Ahead, g.Left = -1, -1
 	switch {
 	case !ok || len(vals) == 0:
 		return false, g, fmt.Errorf("%w %v", errReply, reply)
 	case vals[0] == int64(0) && len(vals) == 1:
 		return false, g, nil
-	case vals[0] == int64(0) && len(vals) == 2:
-		if n, ok := vals[1].(int64); ok {
-			g.Ahead = n
+	case vals[0] == int64(0) && len(vals) == 3:
+		n, ok1 := vals[1].(int64)
+		ms, ok2 := vals[2].(int64)
+		if ok1 && ok2 {
+			g.Ahead, g.Left = n, max(time.Duration(ms)*time.Millisecond, -1)
 			return false, g, nil
 		}
 		return false, g, fmt.Errorf("%w %v", errReply, reply)
@@ -204,7 +208,7 @@ func DecodeGrant(reply any) (granted bool, g Grant, err error) {
 			return false, g, fmt.Errorf("%w %v: %v", errReply, reply, err)
 		}
 	}
-	return true, Grant{Counter: n[0], Micros: n[1]*1_000_000 + n[2], Ahead: -1}, nil
+	return true, Grant{Counter: n[0], Micros: n[1]*1_000_000 + n[2], Ahead: -1, Left: -1}, nil
 }
 
 // A Holder is one holder of a key as a node sees it: its token and the time it has left.

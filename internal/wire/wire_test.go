@@ -99,8 +99,9 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if v := c.Get(ctx, k.Lock).Val(); v != "A" {
 			t.Fatalf("the key holds %q", v)
 		}
-		if granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
-			t.Fatal("a held key was granted")
+		ok, g, err := wire.DecodeGrant(run(t, c, wire.AcquireScript, acq("B", w1, 10)))
+		if err != nil || ok || g.Ahead != 0 || g.Left <= 59*time.Second || g.Left > time.Minute {
+			t.Fatalf("a waiter refused a held key: granted %v, %d ahead, %v left, %v", ok, g.Ahead, g.Left, err)
 		}
 		if got := c.ZRange(ctx, k.Queue, 0, -1).Val(); !slices.Equal(got, []string{w1}) {
 			t.Fatalf("the line is %q", got)
@@ -125,8 +126,8 @@ func TestScriptsOnARealServer(t *testing.T) {
 
 	t.Run("the first in line takes the key", func(t *testing.T) {
 		ok, g, err := wire.DecodeGrant(run(t, c, wire.AcquireScript, acq("C", w2, 20)))
-		if err != nil || ok || g.Ahead != 1 {
-			t.Fatalf("a waiter behind another: granted %v, %d ahead, %v", ok, g.Ahead, err)
+		if err != nil || ok || g.Ahead != 1 || g.Left != -1 {
+			t.Fatalf("a waiter behind another on a free key: granted %v, %d ahead, %v left, %v", ok, g.Ahead, g.Left, err)
 		}
 		if !granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
 			t.Fatal("the first in line was refused")
@@ -162,6 +163,12 @@ func TestScriptsOnARealServer(t *testing.T) {
 		run(t, c, wire.AcquireScript, acq("B", w1, 5))
 		run(t, c, wire.AcquireScript, acq("C", w2, 20))
 		c.ZAdd(ctx, k.Leases, redis.Z{Score: 0, Member: w1})
+		// While the key is held, the waiter behind is told it is first: it tries again when
+		// the key expires, rather than waiting for a turn that would never be announced.
+		ok, g, err := wire.DecodeGrant(run(t, c, wire.AcquireScript, acq("C", w2, 20)))
+		if err != nil || ok || g.Ahead != 0 {
+			t.Fatalf("a waiter behind a lapsed one: granted %v, %d ahead, %v", ok, g.Ahead, err)
+		}
 		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "D", Channel: ch})
 		if msg, want := next(), names.ClientChannel("c2")+" "+k.Lock+"\n"+w2; msg != want {
 			t.Fatalf("announced %q, want %q: the waiter whose lease lapsed was named", msg, want)

@@ -5,20 +5,22 @@
 -- of it in line; otherwise a waiter joins the line (or renews its lease). A waiter that takes
 -- the key keeps its place until it releases the key (release.lua) or its lease lapses: if its
 -- attempt fails on the other nodes and is rolled back, it is still first here.
--- Returns {0} when refused ({0, n} to a waiter: n waiters are ahead of it in line), {1} when
--- set, and with fencing {1, counter, seconds, microseconds}: the counter and this node's clock,
+-- Returns {0} when refused ({0, n, ms} to a waiter: n waiters are ahead of it in line, and the
+-- key has ms milliseconds left, or -2 when free), {1} when set, and with fencing {1, counter, seconds, microseconds}: the counter and this node's clock,
 -- read in the same step.
 local now = now_ms()
 local name = ARGV[3]
 local free = redis.call("EXISTS", KEYS[1]) == 0
-if free and name ~= "" then
+if name ~= "" then
+	-- first also drops the lapsed waiters at the front, so that a waiter behind only them is
+	-- told it is first.
 	local ahead = first(KEYS[2], KEYS[3], now)
-	free = not ahead or ahead == name
+	free = free and (not ahead or ahead == name)
 end
 if not free then
 	if name ~= "" then
 		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]), now)
-		return {0, redis.call("ZRANK", KEYS[2], name)}
+		return {0, redis.call("ZRANK", KEYS[2], name), redis.call("PTTL", KEYS[1])}
 	end
 	return {0}
 end
