@@ -269,3 +269,109 @@ func ExampleNewNodes() {
 	// released: <nil>
 	// the waiter holds it: true
 }
+
+// New checks the nodes and options and sends nothing; a mistake is an error, never a panic.
+func ExampleNew() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, err := redlock.New(nodes, redlock.WithNodeTimeout(200*time.Millisecond))
+	fmt.Println("three nodes:", err)
+	locker.Close()
+
+	_, err = redlock.New(nil)
+	fmt.Println("no nodes:", err != nil)
+	_, err = redlock.New(append(nodes, nodes[0]))
+	fmt.Println("a node given twice:", err != nil)
+	_, err = redlock.New(nodes, redlock.WithDriftFactor(0.7))
+	fmt.Println("an option out of range:", err != nil)
+	// Output:
+	// three nodes: <nil>
+	// no nodes: true
+	// a node given twice: true
+	// an option out of range: true
+}
+
+// Key and Keys name what a lock holds, as given; Token is the random value on the nodes, new
+// for every acquisition; Until is when the holder must stop unless it extends.
+func ExampleLock_Token() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	lock, _ := locker.Lock(ctx, "orders:42", 10*time.Second)
+	fmt.Println("key:", lock.Key(), "keys:", lock.Keys())
+	stored, _ := nodes[0].Get(ctx, "orders:42").Result()
+	fmt.Println("the token is on the nodes:", stored == lock.Token())
+	fmt.Println("valid for less than the ttl:", time.Until(lock.Until()) < 10*time.Second)
+	lock.Unlock(ctx)
+
+	again, _ := locker.Lock(ctx, "orders:42", 10*time.Second)
+	fmt.Println("a new token each time:", again.Token() != lock.Token())
+	again.Unlock(ctx)
+
+	both, _ := locker.LockAll(ctx, []string{"a", "b"}, 10*time.Second)
+	fmt.Println("LockAll:", both.Key(), both.Keys())
+	both.Unlock(ctx)
+	// Output:
+	// key: orders:42 keys: [orders:42]
+	// the token is on the nodes: true
+	// valid for less than the ttl: true
+	// a new token each time: true
+	// LockAll: a [a b]
+}
+
+// Each node that refused or failed is a *NodeError, found with errors.As among the joined
+// errors: Node is its index in the nodes given to New.
+func ExampleNodeError() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	// Another owner holds the key on node 2 only: a quorum still says yes.
+	nodes[2].Set(ctx, "invoices", "someone-else", time.Minute)
+	lock, err := locker.Lock(ctx, "invoices", 10*time.Second)
+	fmt.Println("acquired on a quorum:", err)
+	lock.Unlock(ctx)
+
+	// On two nodes: no quorum.
+	nodes[1].Set(ctx, "invoices", "someone-else", time.Minute)
+	_, err = locker.TryLock(ctx, "invoices", 10*time.Second)
+	var refused []int
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ne *redlock.NodeError
+		if errors.As(e, &ne) {
+			refused = append(refused, ne.Node)
+		}
+	}
+	fmt.Println(errors.Is(err, redlock.ErrNotAcquired), "refused by nodes", refused)
+	// Output:
+	// acquired on a quorum: <nil>
+	// true refused by nodes [1 2]
+}
+
+// Lost closes when the term can no longer be proved held: here its key was deleted from a
+// quorum of nodes, and the next renewal found it gone.
+func ExampleTerm_Lost() {
+	nodes, stop := masters(3)
+	defer stop()
+	c, _ := redlock.New(nodes)
+	defer c.Close()
+	ctx := context.Background()
+	e, _ := c.Election("scheduler", 300*time.Millisecond)
+
+	term, _ := e.Campaign(ctx, "a")
+	for _, n := range nodes {
+		n.FlushAll(ctx)
+	}
+	select {
+	case <-term.Lost():
+		fmt.Println("lost: stop acting as the leader")
+	case <-time.After(5 * time.Second):
+		fmt.Println("still leading")
+	}
+	// Output: lost: stop acting as the leader
+}
