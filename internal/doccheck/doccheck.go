@@ -139,6 +139,8 @@ var known = map[string]string{
 	"redis":          "github.com/redis/go-redis/v9",
 	"rueidis":        "github.com/redis/rueidis",
 	"valkey":         "github.com/valkey-io/valkey-go",
+	"metric":         "go.opentelemetry.io/otel/metric",
+	"trace":          "go.opentelemetry.io/otel/trace",
 }
 
 // named returns the import paths of the known packages that src names as "name.".
