@@ -247,3 +247,41 @@ func ExampleTerm_Resign() {
 	// next leader: b in a later term: true
 	// resign again: true
 }
+
+// Term numbers grow from one leader to the next, so a store that keeps the highest term it has
+// seen refuses a deposed leader's late write, as it would a stale fencing token.
+func ExampleTerm_Term() {
+	nodes, stop := masters(3)
+	defer stop()
+	c, _ := redlock.New(nodes)
+	defer c.Close()
+	ctx := context.Background()
+	e, _ := c.Election("scheduler", 10*time.Second)
+	store := &fencedStore{}
+
+	old, _ := e.Campaign(ctx, "a")
+	old.Resign(ctx) // as if its term had been lost without its knowing
+	current, _ := e.Campaign(ctx, "b")
+	fmt.Println("b writes:", store.Write(current.Term(), "from b"))
+	fmt.Println("a writes late: refused =", store.Write(old.Term(), "from a") != nil)
+	current.Resign(ctx)
+	// Output:
+	// b writes: <nil>
+	// a writes late: refused = true
+}
+
+// Value is what the leader stands for; Until, when its term ends unless renewed (the Client
+// renews it while it lasts).
+func ExampleTerm_Value() {
+	nodes, stop := masters(3)
+	defer stop()
+	c, _ := redlock.New(nodes)
+	defer c.Close()
+	ctx := context.Background()
+	e, _ := c.Election("scheduler", 10*time.Second)
+
+	term, _ := e.Campaign(ctx, "10.0.0.7:8080")
+	fmt.Println(term.Value(), "until within the ttl:", time.Until(term.Until()) <= 10*time.Second)
+	term.Resign(ctx)
+	// Output: 10.0.0.7:8080 until within the ttl: true
+}

@@ -381,3 +381,42 @@ func ExampleTerm_Lost() {
 	}
 	// Output: lost: stop acting as the leader
 }
+
+// Until is the end of the validity on the local clock, shortened for clock drift: act only
+// before it, and Extend to go on.
+func ExampleLock_Until() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes, redlock.WithDriftFactor(0.01))
+	defer locker.Close()
+	ctx := context.Background()
+
+	before := time.Now()
+	lock, _ := locker.Lock(ctx, "import", 10*time.Second)
+	after := time.Now()
+	// The attempt's start + the ttl less the drift allowance: 10 s - (10 s × 0.01 + 2 ms).
+	const valid = 9898 * time.Millisecond
+	fmt.Println("from the attempt's start:", !lock.Until().Before(before.Add(valid)) && !lock.Until().After(after.Add(valid)))
+	lock.Unlock(ctx)
+	// Output:
+	// from the attempt's start: true
+}
+
+// Key is the key as given, without the prefix; Keys lists every key of a LockAll.
+func ExampleLock_Keys() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes, redlock.WithKeyPrefix("app:"))
+	defer locker.Close()
+	ctx := context.Background()
+
+	one, _ := locker.Lock(ctx, "orders:42", 10*time.Second)
+	fmt.Println(one.Key(), one.Keys())
+	one.Unlock(ctx)
+	all, _ := locker.LockAll(ctx, []string{"{order:7}:stock", "{order:7}:invoice"}, 10*time.Second)
+	fmt.Println(all.Key(), all.Keys())
+	all.Unlock(ctx)
+	// Output:
+	// orders:42 [orders:42]
+	// {order:7}:stock [{order:7}:stock {order:7}:invoice]
+}
