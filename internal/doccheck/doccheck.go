@@ -199,6 +199,9 @@ func Source(b Block, pkg, path string) []byte {
 		out.WriteString(b.Code)
 		return []byte(out.String())
 	}
+	if b.Params != "" {
+		at(b.Line - 2) // the marker, right before the fence
+	}
 	fmt.Fprintf(&out, "func _(%s) {\n", b.Params)
 	at(b.Line)
 	out.WriteString(b.Code)
