@@ -121,3 +121,167 @@ func ExampleClient_Inspect() {
 	// node 1 billing-7 10s
 	// node 2 billing-7 10s
 }
+
+// Election names an election and sets its terms' ttl; it sends nothing. An election never
+// collides with a lock of the same name.
+func ExampleClient_Election() {
+	nodes, stop := masters(3)
+	defer stop()
+	c, _ := redlock.New(nodes)
+	defer c.Close()
+	ctx := context.Background()
+
+	e, err := c.Election("reports", 10*time.Second)
+	fmt.Println("election:", err)
+	term, _ := e.Campaign(ctx, "worker-1")
+	lock, err := c.TryLock(ctx, "reports", 10*time.Second)
+	fmt.Println("a lock of the same name:", err)
+	lock.Unlock(ctx)
+	term.Resign(ctx)
+
+	_, err = c.Election("", 10*time.Second)
+	fmt.Println("no name:", err != nil)
+	// Output:
+	// election: <nil>
+	// a lock of the same name: <nil>
+	// no name: true
+}
+
+// TryCampaign makes one attempt: it leads at once or fails with ErrNotAcquired.
+func ExampleElection_TryCampaign() {
+	nodes, stop := masters(3)
+	defer stop()
+	first, _ := redlock.New(nodes)
+	defer first.Close()
+	second, _ := redlock.New(nodes)
+	defer second.Close()
+	ctx := context.Background()
+
+	e1, _ := first.Election("scheduler", 10*time.Second)
+	e2, _ := second.Election("scheduler", 10*time.Second)
+	term, err := e1.TryCampaign(ctx, "10.0.0.7:8080")
+	fmt.Println("first:", err)
+	_, err = e2.TryCampaign(ctx, "10.0.0.8:8080")
+	fmt.Println("second:", errors.Is(err, redlock.ErrNotAcquired))
+	term.Resign(ctx)
+	next, err := e2.TryCampaign(ctx, "10.0.0.8:8080")
+	fmt.Println("second, after a resign:", err, next.Term() > term.Term())
+	next.Resign(ctx)
+	// Output:
+	// first: <nil>
+	// second: true
+	// second, after a resign: <nil> true
+}
+
+// Leader reads who leads now, as a quorum of nodes sees it; ErrNoLeader when nobody does.
+func ExampleElection_Leader() {
+	nodes, stop := masters(3)
+	defer stop()
+	c, _ := redlock.New(nodes)
+	defer c.Close()
+	ctx := context.Background()
+	e, _ := c.Election("scheduler", 10*time.Second)
+
+	_, err := e.Leader(ctx)
+	fmt.Println("before:", errors.Is(err, redlock.ErrNoLeader))
+	term, _ := e.Campaign(ctx, "10.0.0.7:8080")
+	l, err := e.Leader(ctx)
+	fmt.Println("now:", l.Value, l.Term == term.Term(), err)
+	term.Resign(ctx)
+	_, err = e.Leader(ctx)
+	fmt.Println("after a resign:", errors.Is(err, redlock.ErrNoLeader))
+	// Output:
+	// before: true
+	// now: 10.0.0.7:8080 true <nil>
+	// after a resign: true
+}
+
+// Proclaim changes the leader's value and keeps the term; readers see the new value.
+func ExampleTerm_Proclaim() {
+	nodes, stop := masters(3)
+	defer stop()
+	c, _ := redlock.New(nodes)
+	defer c.Close()
+	ctx := context.Background()
+	e, _ := c.Election("scheduler", 10*time.Second)
+
+	term, _ := e.Campaign(ctx, "10.0.0.7:8080")
+	fmt.Println("proclaim:", term.Proclaim(ctx, "10.0.0.7:9090"))
+	l, _ := e.Leader(ctx)
+	fmt.Println("value:", term.Value(), l.Value, "same term:", l.Term == term.Term())
+	term.Resign(ctx)
+	// Output:
+	// proclaim: <nil>
+	// value: 10.0.0.7:9090 10.0.0.7:9090 same term: true
+}
+
+// Resign ends the term at once: Lost closes, and the next candidate in line leads.
+func ExampleTerm_Resign() {
+	nodes, stop := masters(3)
+	defer stop()
+	first, _ := redlock.New(nodes)
+	defer first.Close()
+	second, _ := redlock.New(nodes)
+	defer second.Close()
+	ctx := context.Background()
+	e1, _ := first.Election("scheduler", 10*time.Second)
+	e2, _ := second.Election("scheduler", 10*time.Second)
+
+	term, _ := e1.Campaign(ctx, "a")
+	fmt.Println("valid for up to 10s:", time.Until(term.Until()) <= 10*time.Second)
+	next := make(chan *redlock.Term)
+	go func() {
+		t, _ := e2.Campaign(ctx, "b") // waits in line
+		next <- t
+	}()
+	time.Sleep(100 * time.Millisecond)
+	fmt.Println("resign:", term.Resign(ctx))
+	<-term.Lost()
+	t := <-next
+	fmt.Println("next leader:", t.Value(), "in a later term:", t.Term() > term.Term())
+	fmt.Println("resign again:", errors.Is(term.Resign(ctx), redlock.ErrNotHeld))
+	t.Resign(ctx)
+	// Output:
+	// valid for up to 10s: true
+	// resign: <nil>
+	// next leader: b in a later term: true
+	// resign again: true
+}
+
+// Term numbers grow from one leader to the next, so a store that keeps the highest term it has
+// seen refuses a deposed leader's late write, as it would a stale fencing token.
+func ExampleTerm_Term() {
+	nodes, stop := masters(3)
+	defer stop()
+	c, _ := redlock.New(nodes)
+	defer c.Close()
+	ctx := context.Background()
+	e, _ := c.Election("scheduler", 10*time.Second)
+	store := &fencedStore{}
+
+	old, _ := e.Campaign(ctx, "a")
+	old.Resign(ctx) // as if its term had been lost without its knowing
+	current, _ := e.Campaign(ctx, "b")
+	fmt.Println("b writes:", store.Write(current.Term(), "from b"))
+	fmt.Println("a writes late: refused =", store.Write(old.Term(), "from a") != nil)
+	current.Resign(ctx)
+	// Output:
+	// b writes: <nil>
+	// a writes late: refused = true
+}
+
+// Value is what the leader stands for; Until, when its term ends unless renewed (the Client
+// renews it while it lasts).
+func ExampleTerm_Value() {
+	nodes, stop := masters(3)
+	defer stop()
+	c, _ := redlock.New(nodes)
+	defer c.Close()
+	ctx := context.Background()
+	e, _ := c.Election("scheduler", 10*time.Second)
+
+	term, _ := e.Campaign(ctx, "10.0.0.7:8080")
+	fmt.Println(term.Value(), "until within the ttl:", time.Until(term.Until()) <= 10*time.Second)
+	term.Resign(ctx)
+	// Output: 10.0.0.7:8080 until within the ttl: true
+}

@@ -3,7 +3,7 @@
 // within the lock's drift-corrected validity; a failed attempt is rolled back on every node. The
 // lock stays correct while a minority of nodes is down, slow or partitioned away.
 //
-// The guarantee rests on assumptions spelled out in the README: node clocks advance at rates
+// The guarantee rests on assumptions spelled out in docs/locks.md: node clocks advance at rates
 // that differ by less than the drift factor, a node that restarts does not come back without
 // the keys it held (persistence with fsync, or a restart delayed beyond the longest TTL), and a
 // holder stops using the lock when Until has passed.

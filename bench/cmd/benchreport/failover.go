@@ -107,8 +107,8 @@ func failoverTargetsSection(b *strings.Builder, rounds []results) {
 	t := tableWriter{b}
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("\n## Targets: leader election fail-over (case 8)\n\n")
-	p("The issue \"Leader election ...\": \"fail-over after a resign in milliseconds, after a crash ")
-	p("within the ttl plus the retry delay\", for this library's `Election` with 3 candidates; ")
+	p("The targets: fail-over after a resign in milliseconds, after a crash ")
+	p("within the ttl plus the retry delay, for this library's `Election` with 3 candidates; ")
 	p("each round's figure is shown, so that one slow round cannot hide behind the median.\n\n")
 	head := []string{"target", "wanted"}
 	for i := range rounds {

@@ -154,8 +154,8 @@ func grayTargetsSection(b *strings.Builder, rounds []results) {
 	}
 	t := tableWriter{b}
 	fmt.Fprintf(b, "\n## Targets: two of five nodes slow or losing replies (case 6)\n\n")
-	fmt.Fprintf(b, "The issue \"Gray failure: the lock keeps moving when two of five nodes are slow or drop ")
-	fmt.Fprintf(b, "replies\": this library with 8 Clients on one key, ttl 1 s, one %s window a round; each ", grayWindow)
+	fmt.Fprintf(b, "The lock must keep moving when two of five nodes are slow or drop replies: ")
+	fmt.Fprintf(b, "this library with 8 Clients on one key, ttl 1 s, one %s window a round; each ", grayWindow)
 	fmt.Fprintf(b, "ratio is taken within one round, and shown for every round, so that one stalled round ")
 	fmt.Fprintf(b, "cannot hide behind the median.\n\n")
 	head := []string{"faults", "target", "wanted"}

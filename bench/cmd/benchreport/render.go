@@ -137,7 +137,7 @@ func render(r results, runs []results, machine, stat, limits, svg string) string
 	p("buffers for connections that go-redis opens during the run.\n\n")
 
 	p("## Targets\n\n")
-	p("Issue 11's targets, each a ratio of medians of this run (or a median, for the waits and ")
+	p("The targets, each a ratio of medians of this run (or a median, for the waits and ")
 	p("the share); a figure is printed with more than two decimals only when two would hide its verdict.\n\n")
 	t.header("target", "wanted", "measured", "")
 	for _, g := range targets(r) {

@@ -1,0 +1,235 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// Readers share the lock.
+func ExampleRWMutex_RLock() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	doc, _ := locker.RWMutex("doc:7")
+	r1, err := doc.RLock(ctx, 10*time.Second)
+	fmt.Println("first reader:", err)
+	r2, err := doc.RLock(ctx, 10*time.Second)
+	fmt.Println("second reader, at once:", err)
+	r1.Unlock(ctx)
+	r2.Unlock(ctx)
+	// Output:
+	// first reader: <nil>
+	// second reader, at once: <nil>
+}
+
+// TryRLock is refused while a writer holds the lock.
+func ExampleRWMutex_TryRLock() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	doc, _ := locker.RWMutex("doc:7")
+	w, _ := doc.Lock(ctx, 10*time.Second)
+	_, err := doc.TryRLock(ctx, 10*time.Second)
+	fmt.Println("while a writer holds it:", errors.Is(err, redlock.ErrNotAcquired))
+	w.Unlock(ctx)
+	r, err := doc.TryRLock(ctx, 10*time.Second)
+	fmt.Println("after:", err)
+	r.Unlock(ctx)
+	// Output:
+	// while a writer holds it: true
+	// after: <nil>
+}
+
+// A writer waits until the readers are gone.
+func ExampleRWMutex_Lock() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	doc, _ := locker.RWMutex("doc:7")
+	reader, _ := doc.RLock(ctx, 10*time.Second)
+	wrote := make(chan *redlock.Lock)
+	go func() {
+		w, err := doc.Lock(ctx, 10*time.Second)
+		if err != nil {
+			fmt.Println(err)
+		}
+		wrote <- w
+	}()
+	fmt.Println("the reader releases:", reader.Unlock(ctx))
+	w := <-wrote
+	fmt.Println("the writer holds it:", w.Err() == nil)
+	w.Unlock(ctx)
+	// Output:
+	// the reader releases: <nil>
+	// the writer holds it: true
+}
+
+// TryLock makes one attempt to take the lock for writing.
+func ExampleRWMutex_TryLock() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	doc, _ := locker.RWMutex("doc:7")
+	r, _ := doc.RLock(ctx, 10*time.Second)
+	_, err := doc.TryLock(ctx, 10*time.Second)
+	fmt.Println("while a reader holds it:", errors.Is(err, redlock.ErrNotAcquired))
+	r.Unlock(ctx)
+	w, err := doc.TryLock(ctx, 10*time.Second)
+	fmt.Println("after:", err)
+	w.Unlock(ctx)
+	// Output:
+	// while a reader holds it: true
+	// after: <nil>
+}
+
+// Do writes alone: no reader gets in while fn runs.
+func ExampleRWMutex_Do() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	doc, _ := locker.RWMutex("doc:7")
+	err := doc.Do(ctx, 10*time.Second, func(ctx context.Context) error {
+		_, err := doc.TryRLock(ctx, 10*time.Second)
+		fmt.Println("a reader while writing:", errors.Is(err, redlock.ErrNotAcquired))
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// a reader while writing: true
+	// done: <nil>
+}
+
+// RDo reads beside other readers; writers wait.
+func ExampleRWMutex_RDo() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	doc, _ := locker.RWMutex("doc:7")
+	err := doc.RDo(ctx, 10*time.Second, func(ctx context.Context) error {
+		other, err := doc.TryRLock(ctx, 10*time.Second)
+		fmt.Println("another reader:", err)
+		other.Unlock(ctx)
+		_, err = doc.TryLock(ctx, 10*time.Second)
+		fmt.Println("a writer:", errors.Is(err, redlock.ErrNotAcquired))
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// another reader: <nil>
+	// a writer: true
+	// done: <nil>
+}
+
+// Lock waits for a permit: a release hands it on.
+func ExampleSemaphore_Lock() {
+	nodes, stop := masters(5)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	exports, _ := locker.Semaphore("exports", 2)
+	first, _ := exports.Lock(ctx, 10*time.Second)
+	second, _ := exports.Lock(ctx, 10*time.Second)
+	third := make(chan *redlock.Lock)
+	go func() {
+		l, err := exports.Lock(ctx, 10*time.Second) // waits: both permits are taken
+		if err != nil {
+			fmt.Println(err)
+		}
+		third <- l
+	}()
+	fmt.Println("first releases:", first.Unlock(ctx))
+	l := <-third
+	fmt.Println("the third holds a permit:", l.Err() == nil)
+	second.Unlock(ctx)
+	l.Unlock(ctx)
+	// Output:
+	// first releases: <nil>
+	// the third holds a permit: true
+}
+
+// TryLock makes one attempt to take a permit.
+func ExampleSemaphore_TryLock() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	single, _ := locker.Semaphore("backup", 1)
+	held, err := single.TryLock(ctx, 10*time.Second)
+	fmt.Println("first:", err)
+	_, err = single.TryLock(ctx, 10*time.Second)
+	fmt.Println("second:", errors.Is(err, redlock.ErrNotAcquired))
+	held.Unlock(ctx)
+	// Output:
+	// first: <nil>
+	// second: true
+}
+
+// Do holds a permit while fn runs, as Client.Do holds a lock.
+func ExampleSemaphore_Do() {
+	nodes, stop := masters(3)
+	defer stop()
+	locker, _ := redlock.New(nodes)
+	defer locker.Close()
+	ctx := context.Background()
+
+	exports, _ := locker.Semaphore("exports", 2)
+	err := exports.Do(ctx, 10*time.Second, func(ctx context.Context) error {
+		fmt.Println("exporting")
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// exporting
+	// done: <nil>
+}
+
+// A semaphore's holder needs more nodes than a majority once it has 2 permits or more: the
+// price is fewer nodes that may be down.
+func ExampleSemaphore_Quorum() {
+	five, stop := masters(5)
+	defer stop()
+	locker, _ := redlock.New(five)
+	defer locker.Close()
+	for permits := 1; permits <= 4; permits++ {
+		s, _ := locker.Semaphore("exports", permits)
+		fmt.Printf("5 nodes, %d permits: a holder needs %d nodes\n", permits, s.Quorum())
+	}
+	nine, stop9 := masters(9)
+	defer stop9()
+	bigger, _ := redlock.New(nine)
+	defer bigger.Close()
+	s, _ := bigger.Semaphore("exports", 2)
+	fmt.Printf("9 nodes, 2 permits: a holder needs %d nodes\n", s.Quorum())
+	// Output:
+	// 5 nodes, 1 permits: a holder needs 3 nodes
+	// 5 nodes, 2 permits: a holder needs 4 nodes
+	// 5 nodes, 3 permits: a holder needs 4 nodes
+	// 5 nodes, 4 permits: a holder needs 5 nodes
+	// 9 nodes, 2 permits: a holder needs 7 nodes
+}
