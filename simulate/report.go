@@ -25,6 +25,8 @@ var tableLegend = []string{
 	"overlaps: pairs of critical sections open at once (for a semaphore: moments with more",
 	"  holders than permits). wait (s): time to acquire, median/longest, in scenario seconds (the",
 	"  TTL is 10 s; real time is that times -scale). Every figure of a run: -json.",
+	"fail-over (elections): from a leader's Resign to the next leader's election, in scenario",
+	"  seconds, median and longest, over the hand-overs to a waiting candidate.",
 }
 
 // WriteTable writes the results as a table for a terminal: a line saying how to rerun with the
@@ -53,6 +55,12 @@ func WriteTable(w io.Writer, rs []Result) error {
 	for _, r := range rs {
 		if note := noteOf(r); note != "" {
 			b.WriteString(wrap(fmt.Sprintf("note: %s, -seed %d: %s", r.Scenario, r.Seed, note), "  "))
+		}
+	}
+	for _, r := range rs {
+		if r.Failovers > 0 {
+			b.WriteString(wrap(fmt.Sprintf("fail-over: %s, -seed %d: Resign to next leader %.3f s p50, %.3f s max (%d hand-overs)",
+				r.Scenario, r.Seed, r.FailoverMedian.Seconds(), r.FailoverMax.Seconds(), r.Failovers), "  "))
 		}
 	}
 	b.WriteString("\n" + strings.Join(tableLegend, "\n") + "\n")
