@@ -66,11 +66,15 @@ func lost(h holding) bool {
 	return false
 }
 
+// lostSlack is how late, in scenario time, a watcher may see a Lost channel that closed at the
+// end of its validity: in real time a goroutine wakes late on a loaded machine.
+const lostSlack = TTL / 20
+
 // watchLost watches h's Lost channel, when h has one, until it closes (Unlock closes it too).
-// The returned function waits for that and returns when it closed, in scenario time: the
-// earlier of when the watcher saw it and the end of h's validity (a loss by expiry closes it
-// then; the watcher may wake late in real time). Call it after Unlock. It returns 0 for a
-// holding without a Lost channel.
+// The returned function waits for that and returns when it closed, in scenario time: when the
+// watcher saw it, or the end of h's validity when the watcher saw it at most lostSlack after
+// that (a loss by expiry closes it then). Call it after Unlock. It returns 0 for a holding
+// without a Lost channel.
 func (r *run) watchLost(h holding) func() time.Duration {
 	l, ok := h.(loser)
 	if !ok {
@@ -83,8 +87,8 @@ func (r *run) watchLost(h holding) func() time.Duration {
 	}()
 	return func() time.Duration {
 		at := <-seen
-		if until, ok := h.Until(); ok {
-			at = min(at, r.since(until))
+		if until, ok := h.Until(); ok && r.since(until) <= at && at-r.since(until) <= lostSlack {
+			at = r.since(until)
 		}
 		return at
 	}
