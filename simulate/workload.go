@@ -179,10 +179,10 @@ func (r *run) section(ctx context.Context, c *client, h holding, p plan, planned
 	stock, version := r.store.read(h.Fence())
 	s.Enter = r.since(time.Now())
 	s.Exit = s.Enter
-	if stock <= 0 {
+	if s.Reader = r.reader(c); stock <= 0 {
 		return true
 	}
-	if s.Reader = r.reader(c); s.Reader {
+	if s.Reader {
 		// A reader only reads: its section lasts while it works within its validity.
 		if r.work(ctx, c, h, p, planned) {
 			s.Exit = r.since(time.Now())
