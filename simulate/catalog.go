@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"path"
+	"slices"
 	"time"
 )
 
@@ -53,7 +54,8 @@ type Scenario struct {
 	// seeds; default 2000. The primitives' rows see fewer: their clients, cut off or woken by
 	// every release, cost many attempts per section, and the catalog must stay quick; so do
 	// the slow nodes' rows, whose point is progress: 200 sections a seed already meet about 50
-	// lost replies in the row that loses them.
+	// lost replies in the row that loses them; and so do the election's rows, whose every
+	// term costs a campaign, a keep-alive and a Resign.
 	Sections int
 	setup    func(*run)
 }
@@ -64,7 +66,7 @@ func (sc Scenario) withDefaults() Scenario {
 	}
 	if sc.Nodes == 0 {
 		sc.Nodes = 5
-		if sc.Strategy != Redlock && sc.Strategy != RedlockFencing && sc.Strategy != MajoritySemaphore {
+		if !sc.Strategy.quorumed() {
 			sc.Nodes = 1
 		}
 	}
@@ -101,9 +103,9 @@ func Match(pattern string) ([]Scenario, error) {
 
 // Catalog returns every scenario: this module's lock under each fault it must survive or is
 // known not to, the simpler locks (single-node, timestamp, two-command releases) under the
-// failure each cannot survive, and the semaphore's and the RWMutex's rows.
+// failure each cannot survive, the semaphore's and the RWMutex's rows, and the leader election's.
 func Catalog() []Scenario {
-	return append(lockScenarios(), primitiveScenarios()...)
+	return slices.Concat(lockScenarios(), primitiveScenarios(), electionScenarios())
 }
 
 // lockScenarios are the rows of the plain lock and of the simpler single-node locks.

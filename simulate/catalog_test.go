@@ -30,7 +30,7 @@ func seeds(t *testing.T) []uint64 {
 
 // Every scenario of the catalog, under synctest, with at least three seeds: a safe scenario
 // shows no violation over at least its Sections critical sections (2,000 but for the
-// primitives' rows); a violation scenario catches one in every seed. With -short (make test's -race pass) the safe scenarios sell the default
+// primitives', the slow nodes' and the election's rows); a violation scenario catches one in every seed. With -short (make test's -race pass) the safe scenarios sell the default
 // stock instead; make test then runs the full catalog without -race.
 func TestCatalog(t *testing.T) {
 	for _, sc := range simulate.Catalog() {
@@ -71,10 +71,11 @@ func TestCatalog(t *testing.T) {
 
 // realRows are the scenarios make test runs on real servers too: no faults, a node restarting
 // empty, a node clock jumping past the TTL (libfaketime), a paused holder whose stale write
-// the fenced store refuses, and two slow nodes, losing replies or not, through the proxies
-// (at their MinScale, 0.2).
+// the fenced store refuses, two slow nodes, losing replies or not, through the proxies (at
+// their MinScale, 0.2), and the election's four rows (at theirs, 0.2 too).
 var realRows = []string{"no-faults", "restart-data-lost", "partition-clock-jump", "pause-after-acquire-fenced",
-	"two-slow-nodes", "two-slow-nodes-drops"}
+	"two-slow-nodes", "two-slow-nodes-drops",
+	"elect-leader-partitioned", "elect-leader-paused", "elect-clock-jump", "elect-resign-contention"}
 
 // The same verdicts on redis-server processes with real faults, in real time (a 500 ms TTL, or
 // 2 s in the rows whose MinScale is 0.2), and no server left running afterwards.

@@ -22,6 +22,12 @@ type section struct {
 	// Reader is an RWMutex reader's section: it reads and works, never writes, and readers may
 	// overlap one another (Exit is the end of its work).
 	Reader bool
+	// Lost is when the holding's Lost channel closed before Unlock was called (a leader's term
+	// lost, not resigned), 0 when it did not or the holding has none.
+	Lost time.Duration
+	// Refused is when the store refused the section's write for its stale fencing token, 0
+	// when it did not.
+	Refused time.Duration
 }
 
 // An overlap is two critical sections on one key that were open at the same true time.

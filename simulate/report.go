@@ -25,10 +25,13 @@ var tableLegend = []string{
 	"overlaps: pairs of critical sections open at once (for a semaphore: moments with more",
 	"  holders than permits). wait (s): time to acquire, median/longest, in scenario seconds (the",
 	"  TTL is 10 s; real time is that times -scale). Every figure of a run: -json.",
+	"fail-over (elections): from a leader's Resign to the election of a candidate that waited,",
+	"  median and longest, in scenario seconds.",
 }
 
 // WriteTable writes the results as a table for a terminal: a line saying how to rerun with the
-// results' seed, a row per run, a note for each run that has one, then a legend. Results of
+// results' seed, a row per run, a line for each election run's fail-over times, a note for each
+// run that has one, then a legend. Results of
 // several seeds (-runs) are grouped by seed, each group under its own rerun line.
 func WriteTable(w io.Writer, rs []Result) error {
 	header := []string{"scenario", "strategy", "expected", "observed", "ok", "overlaps", "wait (s)"}
@@ -48,6 +51,12 @@ func WriteTable(w io.Writer, rs []Result) error {
 		writeRow(&b, widths, header)
 		for _, i := range group {
 			writeRow(&b, widths, rows[i])
+		}
+		for _, i := range group {
+			if r := rs[i]; r.Failovers > 0 {
+				b.WriteString(wrap(fmt.Sprintf("fail-over: %s: %.3f s p50, %.3f s max (%d hand-overs)",
+					r.Scenario, r.FailoverMedian.Seconds(), r.FailoverMax.Seconds(), r.Failovers), "  "))
+			}
 		}
 	}
 	for _, r := range rs {

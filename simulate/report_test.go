@@ -12,7 +12,7 @@ import (
 
 // catalogResults are results for every scenario of the catalog, each observing what it
 // expected, with figures as wide as a run shows: thousands of overlaps, waits of a minute and
-// more.
+// more, and for the election's rows fail-overs of a minute and more.
 func catalogResults(seed uint64) []simulate.Result {
 	var rs []simulate.Result
 	for _, sc := range simulate.Catalog() {
@@ -20,11 +20,15 @@ func catalogResults(seed uint64) []simulate.Result {
 		if strategy == "" {
 			strategy = simulate.Redlock
 		}
-		rs = append(rs, simulate.Result{
+		res := simulate.Result{
 			Scenario: sc.Name, Backend: "mini", Strategy: strategy, Row: sc.Row, Seed: seed,
 			Expected: sc.Expect, Observed: simulate.Verdict(sc.Expect), OK: true,
 			Violations: 1234, WaitMedian: 12340 * time.Millisecond, WaitMax: 99940 * time.Millisecond,
-		})
+		}
+		if strategy == simulate.Election {
+			res.Failovers, res.FailoverMedian, res.FailoverMax = 1234, 36*time.Millisecond, 99940*time.Millisecond
+		}
+		rs = append(rs, res)
 	}
 	return rs
 }
@@ -53,6 +57,10 @@ func TestWriteTable(t *testing.T) {
 		if !strings.Contains(table, want) {
 			t.Errorf("the legend lacks %q:\n%s", want, table)
 		}
+	}
+	failover := "fail-over: elect-resign-contention: 0.036 s p50, 99.940 s max (1234 hand-overs)"
+	if !strings.Contains(strings.Join(strings.Fields(table), " "), failover) {
+		t.Errorf("no line %q:\n%s", failover, table)
 	}
 	row := "get-then-del-release get-then-del violation violation ok 1234 12.3/99.9"
 	if !slices.ContainsFunc(strings.Split(table, "\n"), func(l string) bool { return strings.Join(strings.Fields(l), " ") == row }) {

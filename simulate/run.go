@@ -89,6 +89,13 @@ type Result struct {
 	NoHolderAt      time.Duration `json:"no_holder_at_ns"`
 	AcquisitionRate float64       `json:"acquisitions_per_s"`
 
+	// Fail-over, for the election: Failovers counts the leaders that resigned while another
+	// candidate waited; FailoverMedian and FailoverMax are the times from such a Resign call to
+	// the next leader's election.
+	Failovers      int           `json:"failovers,omitempty"`
+	FailoverMedian time.Duration `json:"failover_p50_ns,omitempty"`
+	FailoverMax    time.Duration `json:"failover_max_ns,omitempty"`
+
 	Schedule []string `json:"schedule"`
 
 	Sections []section `json:"-"`
@@ -458,6 +465,13 @@ func (r *run) result(finished bool, elapsed time.Duration) Result {
 	if len(waits) > 0 {
 		slices.Sort(waits)
 		res.WaitMedian, res.WaitMax = waits[len(waits)/2], waits[len(waits)-1]
+	}
+	if r.sc.Strategy == Election {
+		fo := failovers(ss)
+		if res.Failovers = len(fo); len(fo) > 0 {
+			slices.Sort(fo)
+			res.FailoverMedian, res.FailoverMax = fo[len(fo)/2], fo[len(fo)-1]
+		}
 	}
 	if elapsed > 0 {
 		first := slices.MinFunc(r.clients, func(a, b *client) int { return int(a.start - b.start) }).start

@@ -39,11 +39,21 @@ const (
 	// them, whatever the permits: the rule of swarthy/redis-semaphore's RedlockSemaphore (npm).
 	// Each node admits a holder while it has fewer than the permits, by its own clock.
 	MajoritySemaphore Strategy = "majority-semaphore"
+	// Election is this module's leader election (Client.Election) over every node: each client
+	// is a candidate that campaigns, and a term is a critical section whose writes to the store
+	// carry the term number as their fencing token; the leader resigns at the end of its work.
+	Election Strategy = "election"
 )
+
+// quorumed reports whether the strategy runs over every node of the cluster (5 by default)
+// rather than one.
+func (s Strategy) quorumed() bool {
+	return s == Redlock || s == RedlockFencing || s == MajoritySemaphore || s == Election
+}
 
 // newLocker returns client c's lock for the run's strategy.
 func (r *run) newLocker(c *client) (locker, error) {
-	if r.sc.Strategy == Redlock || r.sc.Strategy == RedlockFencing {
+	if r.sc.Strategy == Redlock || r.sc.Strategy == RedlockFencing || r.sc.Strategy == Election {
 		var nodes []redis.UniversalClient
 		for _, l := range c.links {
 			nodes = append(nodes, r.redis(l))
@@ -62,6 +72,9 @@ func (r *run) newLocker(c *client) (locker, error) {
 		lc, err := redlock.New(nodes, opts...)
 		if err != nil {
 			return nil, err
+		}
+		if r.sc.Strategy == Election {
+			return newElectionLocker(lc, r.key, r.ttl, c)
 		}
 		return r.primitive(lc, c)
 	}

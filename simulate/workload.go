@@ -93,6 +93,9 @@ type plan struct {
 	pauseBefore   time.Duration // stop this long after the last validity check, before the write
 	pauseRelease  time.Duration // stop this long after the write, before the release
 	pauseInUnlock time.Duration // stop this long inside a two-command release
+	// frozen makes pauseBefore stop the whole client process, not only its goroutine: its
+	// links are cut meanwhile, so that its keep-alive reaches no node (its timers still fire).
+	frozen bool
 }
 
 // A client is one buyer process: its clock, its links to the nodes, its lock.
@@ -154,34 +157,68 @@ func (r *run) shop(sale, ctx context.Context, c *client) {
 		c.armed = p.pauseInUnlock
 		c.mu.Unlock()
 
-		stock, version := r.store.read(h.Fence())
-		s.Enter = r.since(time.Now())
-		s.Exit = s.Enter
-		soldOut := stock <= 0
-		if s.Reader = r.reader(c); s.Reader && !soldOut {
-			// A reader only reads: its section lasts while it works within its validity.
-			if r.work(ctx, c, h, p, planned) {
-				s.Exit = r.since(time.Now())
-			} else {
-				s.Aborted = true
-			}
-		} else if !soldOut && r.work(ctx, c, h, p, planned) {
-			time.Sleep(p.pauseBefore)
-			if r.store.sell(stock, version, h.Fence()) { // else refused: it wrote nothing
-				s.Exit = r.since(time.Now())
-				s.Wrote = true
-			}
-			time.Sleep(p.pauseRelease)
-		} else if !soldOut {
-			s.Aborted = true
-		}
+		lostAt := r.watchLost(h)
+		soldOut := r.section(ctx, c, h, p, planned, &s)
 		s.Unlock = r.since(time.Now())
 		h.Unlock(context.WithoutCancel(ctx))
 		s.Released = r.since(time.Now())
+		if at := lostAt(); at != 0 && at < s.Unlock {
+			s.Lost = at
+		}
 		r.rec.add(s)
 		if soldOut {
 			return
 		}
+	}
+}
+
+// section is what client c does while it holds h: read the stock, work, write stock-1 (or
+// only read and work, for an RWMutex reader). It fills s and reports whether the stock was
+// sold out.
+func (r *run) section(ctx context.Context, c *client, h holding, p plan, planned bool, s *section) (soldOut bool) {
+	stock, version := r.store.read(h.Fence())
+	s.Enter = r.since(time.Now())
+	s.Exit = s.Enter
+	if s.Reader = r.reader(c); stock <= 0 {
+		return true
+	}
+	if s.Reader {
+		// A reader only reads: its section lasts while it works within its validity.
+		if r.work(ctx, c, h, p, planned) {
+			s.Exit = r.since(time.Now())
+		} else {
+			s.Aborted = true
+		}
+		return false
+	}
+	if !r.work(ctx, c, h, p, planned) {
+		s.Aborted = true
+		return false
+	}
+	r.pause(c, p)
+	if r.store.sell(stock, version, h.Fence()) {
+		s.Exit = r.since(time.Now())
+		s.Wrote = true
+	} else if h.Fence() != 0 { // refused: it wrote nothing
+		s.Refused = r.since(time.Now())
+	}
+	time.Sleep(p.pauseRelease)
+	return false
+}
+
+// pause stops client c for p.pauseBefore, after its last validity check and before its write;
+// a frozen pause cuts its links meanwhile, as a stopped process reaches no node.
+func (r *run) pause(c *client, p plan) {
+	if !p.frozen || p.pauseBefore == 0 {
+		time.Sleep(p.pauseBefore)
+		return
+	}
+	for _, l := range c.links {
+		l.setCut(true)
+	}
+	time.Sleep(p.pauseBefore)
+	for _, l := range c.links {
+		l.setCut(false)
 	}
 }
 
@@ -218,7 +255,7 @@ func (r *run) work(ctx context.Context, c *client, h holding, p plan, planned bo
 			}
 		}
 	}
-	if until, ok := h.Until(); ok && !c.clock.now().Before(until) {
+	if until, ok := h.Until(); ok && !c.clock.now().Before(until) || lost(h) {
 		return false
 	}
 	return true
