@@ -15,6 +15,9 @@ import (
 // seeds are the seeds every scenario runs with; SIMULATE_SEEDS=n runs n of them.
 func seeds(t *testing.T) []uint64 {
 	n := 3
+	if testing.Short() {
+		n = 1
+	}
 	if s := os.Getenv("SIMULATE_SEEDS"); s != "" {
 		var err error
 		if n, err = strconv.Atoi(s); err != nil {
@@ -28,10 +31,11 @@ func seeds(t *testing.T) []uint64 {
 	return out
 }
 
-// Every scenario of the catalog, under synctest, with at least three seeds: a safe scenario
-// shows no violation over at least its Sections critical sections (2,000 but for the
-// primitives', the slow nodes' and the election's rows); a violation scenario catches one in every seed. With -short (make test's -race pass) the safe scenarios sell the default
-// stock instead; make test then runs the full catalog without -race.
+// Every scenario of the catalog, under synctest, with three seeds: a safe scenario shows no
+// violation over at least its Sections critical sections (2,000 but for the primitives', the
+// slow nodes' and the election's rows); a violation scenario catches one in every seed. With
+// -short (make test's -race pass) each runs one seed and the safe ones sell the default stock;
+// make catalog runs the full length without -race.
 func TestCatalog(t *testing.T) {
 	for _, sc := range simulate.Catalog() {
 		t.Run(sc.Name, func(t *testing.T) {
@@ -81,8 +85,8 @@ var realRows = []string{"no-faults", "restart-data-lost", "partition-clock-jump"
 // 2 s in the rows whose MinScale is 0.2), and no server left running afterwards.
 //
 // Real time under -race on a busy machine could make a holder overshoot its validity and give
-// up before the fault lands, so -short (make test's -race pass) skips it and make test runs it in
-// its pass without -race, beside the full catalog.
+// up before the fault lands, so -short (make test's -race pass) skips it and make test runs it
+// in a pass of its own without -race.
 func TestCatalogReal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time: make test runs it without -race")
