@@ -36,9 +36,10 @@ type Lock struct {
 	kept     bool // KeepAlive keeps it
 	// pending are the nodes whose acquisition call had not returned when the lock was
 	// granted, until it returns; releasing is the release's round, to which such a node's
-	// release adds its answer once it is sent, after that call returned.
-	pending   []int
-	releasing *quorum.Round[struct{}]
+	// release (the round's command) adds its answer once it is sent, after that call returned.
+	pending    []int
+	releasing  *quorum.Round[struct{}]
+	releaseCmd command
 }
 
 // Key returns the key as given (the first of LockAll's keys), without the client's prefix.
@@ -307,7 +308,7 @@ func (l *Lock) release(ctx context.Context, why error) error {
 		decode: decodeHeld, wait: c.nodeTimeout, need: l.spec.need, hold: l.ttl}
 	callCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
 	q := quorum.New[struct{}](len(c.nodes))
-	l.releasing = q
+	l.releasing, l.releaseCmd = q, rd.cmd
 	pending := slices.Clone(l.pending)
 	for i := range c.nodes {
 		if !slices.Contains(pending, i) {
@@ -346,14 +347,14 @@ func (l *Lock) late(rep quorum.Reply[wire.Grant]) {
 	c := l.c
 	l.mu.Lock()
 	l.pending = slices.DeleteFunc(l.pending, func(i int) bool { return i == rep.Node })
-	q := l.releasing
+	q, cmd := l.releasing, l.releaseCmd
 	l.mu.Unlock()
 	if q == nil {
 		return // Unlock will send it
 	}
 	err := errNotOwner
 	if !errors.Is(rep.Err, errTaken) || l.waiter != "" {
-		err = c.release(context.Background(), rep.Node, l.spec.ops.release(l.token, c.channel, l.waiter), l.holdFor())
+		err = c.release(context.Background(), rep.Node, cmd, l.holdFor())
 	}
 	q.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
 }
