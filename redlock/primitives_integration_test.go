@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -327,13 +328,16 @@ func TestRealServersResumeFromAnotherClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redistest.Eventually(t, "every node gives job the resumed ttl of 30s", func() bool {
+	// A quorum, not every node: the first Lock was granted at a quorum, and its SET to a node
+	// that answered late may land after the Resume's extension there.
+	redistest.Eventually(t, "a quorum of nodes gives job the resumed ttl of 30s", func() bool {
+		resumed := 0
 		for _, n := range nodes {
-			if ttl, err := n.PTTL(ctx, "job").Result(); err != nil || ttl <= 10*time.Second {
-				return false
+			if ttl, err := n.PTTL(ctx, "job").Result(); err == nil && ttl > 10*time.Second {
+				resumed++
 			}
 		}
-		return true
+		return resumed >= quorum.Of(len(nodes))
 	})
 	if err := r.Extend(ctx, 20*time.Second); err != nil {
 		t.Fatal(err)
