@@ -59,9 +59,10 @@ func (m mutexOps) abandon(waiter, channel string) (command, bool) {
 // it reaches, each node gives a free key only to the first live waiter in its line, and a
 // release wakes that waiter alone, which then makes one attempt. So waiters of all processes
 // are served in the order they began waiting, and a release does not set them all against each
-// other. A jittered timer (WithRetryDelay) is the fallback for lost announcements and for locks
-// that expire instead of being released. A Lock call for a key the Client waited for lately
-// takes its place in line from its first attempt.
+// other. A lock that expires instead of being released is tried again by the first waiter in
+// line when the nodes said it would expire; a jittered timer (WithRetryDelay) is the fallback
+// for lost announcements. A Lock call for a key the Client waited for lately takes its place in
+// line from its first attempt.
 //
 // On failure the error wraps ErrNotAcquired, the last attempt's *NodeError for each node that
 // did not say yes, and ctx.Err() or ErrClosed when that is what ended the wait.

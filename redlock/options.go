@@ -80,7 +80,8 @@ func WithNodeTimeout(d time.Duration) Option {
 
 // WithRetryDelay sets the pause between two attempts of a waiting Lock call that no release
 // woke, drawn uniformly from [min, max] so that contending clients do not retry in step: the
-// fallback for lost announcements and for locks that expire instead of being released. A
+// fallback for lost announcements (a lock that expires is retried by the first waiter in line
+// when the nodes said it would expire, if that comes sooner). A
 // waiter's place in a key's line lasts max + 3 × the node timeout past its last attempt, so a
 // waiter whose process died holds up the line that long at most. Default 20ms to 100ms.
 func WithRetryDelay(min, max time.Duration) Option {
