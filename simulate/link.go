@@ -101,18 +101,14 @@ func (l *link) setReplies(f replyFault, rng *rand.Rand) {
 	l.replies, l.rng = f, rng
 }
 
-// healReplies ends the link's reply faults and closes the connections open through it, as a
-// run ends: a call waiting for a delayed or lost reply then fails at once. Inside a
-// testing/synctest bubble it must: go-redis's PubSub.Close waits for a mutex that a Ping holds
-// while it reads, and a goroutine waiting for a mutex keeps virtual time from reaching the
-// reply (or the read deadline) that would let the Ping go.
-func (l *link) healReplies() {
+// heal ends the link's latency and reply faults and closes the connections open through it, as
+// a run ends: a call waiting for a delayed or lost reply, or held by the latency, then fails at
+// once. Inside a testing/synctest bubble it must: go-redis's PubSub.Close waits for a mutex
+// that a Ping holds while it writes or reads, and a goroutine waiting for a mutex keeps virtual
+// time from reaching the moment that would let the Ping go.
+func (l *link) heal() {
 	l.mu.Lock()
-	if l.rng == nil {
-		l.mu.Unlock()
-		return
-	}
-	l.replies = replyFault{}
+	l.replies, l.latency = replyFault{}, 0
 	var open []*faultyConn
 	for c := range l.conns {
 		open = append(open, c)

@@ -53,7 +53,7 @@ func TestProgressCheckCatchesAStall(t *testing.T) {
 		}
 		r.at(3*TTL, "node 3 heals", func() {
 			for _, c := range r.clients {
-				c.links[2].healReplies()
+				c.links[2].heal()
 			}
 		})
 		r.check = r.needProgress

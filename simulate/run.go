@@ -273,7 +273,7 @@ func (r *run) execute(ctx context.Context) Result {
 	cancel()
 	for _, c := range r.clients {
 		for _, l := range c.links {
-			l.healReplies()
+			l.heal()
 		}
 	}
 	for _, c := range r.clients {
