@@ -235,9 +235,10 @@ func (k *contender) delay(r result) time.Duration {
 	}
 	if r.votes > 0 || k.splits > 0 {
 		// A split vote, now or lately: nobody may hold the key once everyone's roll-back
-		// lands, and roll-backs are not announced. Retry after a pause that is shorter the
-		// more nodes this attempt won, in units of its duration, doubling while the episode
-		// lasts (so that the holder of a bare quorum is not polled fast).
+		// lands, and a roll-back wakes only the first waiter in line, never its own. Retry
+		// after a pause that is shorter the more nodes this attempt won, in units of its
+		// duration, doubling while the episode lasts (so that the holder of a bare quorum is
+		// not polled fast).
 		unit := max(r.elapsed, minSplitUnit)
 		split := satMul(unit, int64(max(k.s.need-r.votes, 0))) + time.Duration(mrand.Int64N(int64(unit)+1))
 		delay = min(delay, satMul(split, 1<<min(k.splits, 20)))
@@ -351,7 +352,7 @@ func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant]
 // a reply lost on the way, which the client ends with a timeout, is not a no.
 func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Grant]) {
 	c := k.c
-	cmd := k.s.ops.release(a.token, "", "")
+	cmd := k.s.ops.rollback(a, c.channel)
 	for _, rep := range out.Replies {
 		if !errors.Is(rep.Err, errTaken) {
 			c.undo(ctx, rep.Node, cmd, a.ttl)

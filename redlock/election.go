@@ -55,6 +55,10 @@ func (o electionOps) release(token, channel, waiter string) command {
 	return run(wire.ResignScript, wire.Resign{Keys: o.keys, Token: token, Channel: channel, Waiter: waiter})
 }
 
+func (o electionOps) rollback(a attempt, channel string) command {
+	return run(wire.ResignScript, wire.Resign{Keys: o.keys, Token: a.token, Channel: channel, Waiter: a.waiter, Rollback: true})
+}
+
 // spec returns the spec of a campaign for value.
 func (e *Election) spec(value string) *spec {
 	c := e.c

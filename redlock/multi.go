@@ -29,6 +29,10 @@ func (o multiOps) release(token, channel, _ string) command {
 	return run(wire.MultiReleaseScript, wire.MultiRelease{Locks: o.locks, Token: token, Channel: channel})
 }
 
+func (o multiOps) rollback(a attempt, channel string) command {
+	return run(wire.MultiReleaseScript, wire.MultiRelease{Locks: o.locks, Token: a.token, Channel: channel, Rollback: true})
+}
+
 func (multiOps) abandon(string, string) (command, bool) { return command{}, false }
 
 // LockAll acquires every key of keys for ttl, as one lock, waiting until it succeeds, ctx is

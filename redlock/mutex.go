@@ -49,6 +49,10 @@ func (m mutexOps) release(token, channel, waiter string) command {
 	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: token, Channel: channel, Waiter: waiter})
 }
 
+func (m mutexOps) rollback(a attempt, channel string) command {
+	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: a.token, Channel: channel, Waiter: a.waiter, Rollback: true})
+}
+
 func (m mutexOps) abandon(waiter, channel string) (command, bool) {
 	return run(wire.LeaveScript, wire.Leave{Keys: m.keys, Waiter: waiter, Channel: channel}), true
 }

@@ -26,6 +26,9 @@ func (o readOps) release(token, channel, _ string) command {
 	return run(wire.HoldersReleaseScript, wire.HoldersRelease{Holders: o.keys.Readers, Token: token, Channel: channel, Announce: o.keys.Writer})
 }
 
+// rollback is silent, as a semaphore's: an RWMutex's waiters stand in no line.
+func (o readOps) rollback(a attempt, _ string) command { return o.release(a.token, "", "") }
+
 func (readOps) abandon(string, string) (command, bool) { return command{}, false }
 
 func (o writeOps) acquire(a attempt) command {
@@ -39,6 +42,8 @@ func (o writeOps) extend(token string, ttl time.Duration) command {
 func (o writeOps) release(token, channel, waiter string) command {
 	return run(wire.WriteReleaseScript, wire.WriteRelease{Keys: o.keys, Token: token, Channel: channel, Waiter: waiter})
 }
+
+func (o writeOps) rollback(a attempt, _ string) command { return o.release(a.token, "", "") }
 
 func (o writeOps) abandon(waiter, channel string) (command, bool) {
 	return run(wire.WriteAbandonScript, wire.WriteAbandon{Keys: o.keys, Waiter: waiter, Channel: channel}), true

@@ -27,6 +27,9 @@ func (o semaphoreOps) release(token, channel, _ string) command {
 	return run(wire.HoldersReleaseScript, wire.HoldersRelease{Holders: o.keys.Holders, Token: token, Channel: channel, Announce: o.keys.Holders})
 }
 
+// rollback is silent: a semaphore's waiters stand in no line, and try again at the retry delay.
+func (o semaphoreOps) rollback(a attempt, _ string) command { return o.release(a.token, "", "") }
+
 func (semaphoreOps) abandon(string, string) (command, bool) { return command{}, false }
 
 // A Semaphore admits at most a fixed number of holders at once, its permits, across the

@@ -30,9 +30,13 @@ type ops interface {
 	acquire(a attempt) command
 	// extend gives the lock of token a new ttl.
 	extend(token string, ttl time.Duration) command
-	// release takes the lock of token away: Unlock's, announced on channel, or a roll-back's
-	// (channel ""). waiter is the name of the waiter that acquired, if any.
+	// release takes the lock of token away, announced on channel ("" for none). waiter is
+	// the name of the waiter that acquired, if any.
 	release(token, channel, waiter string) command
+	// rollback takes a's lock away where a failed attempt may have set it. Where waiters
+	// stand in line, the first one (if not a's own) is told on channel: its turn may have
+	// come while a held the key.
+	rollback(a attempt, channel string) command
 	// abandon undoes what a waiter's attempts left on a node for others, when it gives up;
 	// ok is false when they leave nothing.
 	abandon(waiter, channel string) (cmd command, ok bool)

@@ -28,18 +28,30 @@ func (a Acquire) Encode() (keys, args []string) {
 	return keys, []string{a.Token, Ms(a.TTL), a.Waiter, strconv.FormatInt(a.Place, 10), Ms(a.Lease)}
 }
 
-// Release is release.lua's call: Unlock's (announced on Channel) or a roll-back's (Channel "").
-// Waiter is the name of the waiter that acquired the lock ("" for none), which leaves the line
-// of every node.
+// Release is release.lua's call: Unlock's, announced on Channel ("" for none), or with
+// Rollback a failed attempt's roll-back, which tells only the first live waiter, if it is not
+// the attempt's own. Waiter is, for Unlock, the waiter that acquired the lock ("" for none),
+// which leaves the line of every node; for a roll-back, the attempt's waiter, which keeps its
+// place.
 type Release struct {
-	Keys    MutexKeys
-	Token   string
-	Channel string
-	Waiter  string
+	Keys     MutexKeys
+	Token    string
+	Channel  string
+	Waiter   string
+	Rollback bool
 }
 
 func (r Release) Encode() (keys, args []string) {
-	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases}, []string{r.Token, r.Channel, r.Keys.Lock, r.Waiter}
+	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases},
+		[]string{r.Token, r.Channel, r.Keys.Lock, r.Waiter, rollback(r.Rollback)}
+}
+
+// rollback is the argument that marks a release as a failed attempt's roll-back.
+func rollback(b bool) string {
+	if b {
+		return "rollback"
+	}
+	return ""
 }
 
 // Leave is leave.lua's call: a waiter gives up its place.
@@ -171,16 +183,17 @@ func (m MultiAcquire) Encode() (keys, args []string) {
 
 // MultiRelease is multi_release.lua's call.
 type MultiRelease struct {
-	Locks   []MutexKeys
-	Token   string
-	Channel string
+	Locks    []MutexKeys
+	Token    string
+	Channel  string
+	Rollback bool // a failed attempt's: only each key's first live waiter is told
 }
 
 func (m MultiRelease) Encode() (keys, args []string) {
 	n := len(m.Locks)
 	keys = make([]string, 3*n)
-	args = make([]string, 2, 2+n)
-	args[0], args[1] = m.Token, m.Channel
+	args = make([]string, 3, 3+n)
+	args[0], args[1], args[2] = m.Token, m.Channel, rollback(m.Rollback)
 	for i, k := range m.Locks {
 		keys[i], keys[n+i], keys[2*n+i] = k.Lock, k.Queue, k.Leases
 		args = append(args, k.Lock)
@@ -214,17 +227,19 @@ func (e ElectExtend) Encode() (keys, args []string) {
 	return []string{e.Keys.Lock, e.Keys.Value}, []string{e.Token, Ms(e.TTL)}
 }
 
-// Resign is resign.lua's call: a term's end (announced on Channel) or a roll-back (Channel "").
+// Resign is resign.lua's call: a term's end, announced on Channel, or with Rollback a failed
+// campaign's roll-back (Waiter as in Release).
 type Resign struct {
-	Keys    ElectionKeys
-	Token   string
-	Channel string
-	Waiter  string
+	Keys     ElectionKeys
+	Token    string
+	Channel  string
+	Waiter   string
+	Rollback bool
 }
 
 func (r Resign) Encode() (keys, args []string) {
 	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases, r.Keys.Value},
-		[]string{r.Token, r.Channel, r.Keys.Lock, r.Waiter, r.Keys.Value}
+		[]string{r.Token, r.Channel, r.Keys.Lock, r.Waiter, r.Keys.Value, rollback(r.Rollback)}
 }
 
 // Inspect is inspect.lua's call: every key that may hold the lock of one name.

@@ -132,15 +132,27 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if !granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
 			t.Fatal("the first in line was refused")
 		}
-		// A roll-back releases without announcing, and the waiter keeps its place.
-		if !held(t, run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "B"})) {
+		// A roll-back by the first in line tells nobody (not itself, nor those behind it),
+		// and the waiter keeps its place.
+		rollback := wire.Release{Keys: k, Token: "B", Channel: ch, Waiter: w1, Rollback: true}
+		if !held(t, run(t, c, wire.ReleaseScript, rollback)) {
 			t.Fatal("the roll-back did not release")
 		}
 		if msg := next(); msg != "" {
-			t.Fatalf("a roll-back announced %q", msg)
+			t.Fatalf("a roll-back by the first in line announced %q", msg)
 		}
 		if granted(t, run(t, c, wire.AcquireScript, acq("C", w2, 20))) {
 			t.Fatal("after a roll-back, the waiter behind took the key")
+		}
+		// Another's attempt that took the key while w1 was first (one that does not wait
+		// cuts in) and failed tells w1 that its turn came: w1 must not wait for that key's
+		// expiry.
+		if !granted(t, run(t, c, wire.AcquireScript, acq("X", "", 0))) {
+			t.Fatal("an attempt that does not wait was refused a free key")
+		}
+		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "X", Channel: ch, Rollback: true})
+		if msg, want := next(), names.ClientChannel("c1")+" "+k.Lock+"\n"+w1; msg != want {
+			t.Fatalf("a roll-back with w1 first in line announced %q, want %q", msg, want)
 		}
 		// The holder's release takes it out of line, and announces to the next.
 		if !granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
@@ -179,6 +191,12 @@ func TestScriptsOnARealServer(t *testing.T) {
 		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "C", Channel: ch, Waiter: w2})
 		if msg, want := next(), ch+" "+k.Lock+"\n"; msg != want {
 			t.Fatalf("with nobody in line announced %q, want %q", msg, want)
+		}
+		// A roll-back with nobody in line wakes nobody: no waiter's turn came.
+		run(t, c, wire.AcquireScript, acq("Y", "", 0))
+		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "Y", Channel: ch, Rollback: true})
+		if msg := next(); msg != "" {
+			t.Fatalf("a roll-back with nobody in line announced %q", msg)
 		}
 	})
 
@@ -307,6 +325,14 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("announced %q, want %q", got, want)
 		}
+		// A roll-back tells the waiter in line for b, and nobody about a.
+		all.Token = "R"
+		run(t, c, wire.MultiAcquireScript, all)
+		run(t, c, wire.MultiReleaseScript, wire.MultiRelease{Locks: []wire.MutexKeys{a, b}, Token: "R", Channel: ch, Rollback: true})
+		if got := []string{next(), next()}; !slices.Equal(got, []string{names.ClientChannel("c2") + " " + b.Lock + "\n" + w2, ""}) {
+			t.Fatalf("a roll-back announced %q", got)
+		}
+		run(t, c, wire.LeaveScript, wire.Leave{Keys: b, Waiter: w2})
 	})
 
 	t.Run("election", func(t *testing.T) {
@@ -353,6 +379,15 @@ func TestScriptsOnARealServer(t *testing.T) {
 		}
 		if n := c.Exists(ctx, e.Lock, e.Value).Val(); n != 0 {
 			t.Fatalf("%d keys of the term left", n)
+		}
+		// A failed campaign's roll-back tells the candidate in line, and nobody that a term
+		// ended.
+		acquire.Token = "T3"
+		run(t, c, wire.AcquireScript, acquire)
+		run(t, c, wire.AcquireScript, wire.Acquire{Keys: e.MutexKeys, Token: "T4", TTL: time.Minute, Waiter: w1, Place: 1, Lease: time.Minute})
+		run(t, c, wire.ResignScript, wire.Resign{Keys: e, Token: "T3", Channel: ch, Rollback: true})
+		if got := []string{next(), next()}; !slices.Equal(got, []string{names.ClientChannel("c1") + " " + e.Lock + "\n" + w1, ""}) {
+			t.Fatalf("a roll-back announced %q", got)
 		}
 	})
 

@@ -44,16 +44,44 @@ local function leave(queue, leases, name)
 	redis.call("ZREM", leases, name)
 end
 
--- announce tells whoever may take key next that it is free: the first live waiter in line, on
--- its Client's channel (channel, a colon and the text of the name before its first dot), or,
--- with nobody in line, every Client on channel. The message is the key's name, a newline and
--- the waiter's name (nothing for everyone). A message only wakes a waiter; it never makes one
--- a holder.
-local function announce(queue, leases, channel, key, now)
+-- tell names key to the first live waiter in line, unless that is except, on its Client's
+-- channel (channel, a colon and the text of the name before its first dot): the message is the
+-- key's name, a newline and the waiter's name. Returns the first live waiter, or nil.
+local function tell(queue, leases, channel, key, now, except)
 	local name = first(queue, leases, now)
-	if name then
+	if name and name ~= except then
 		redis.call("PUBLISH", channel .. ":" .. string.match(name, "^[^.]*"), key .. "\n" .. name)
-	else
+	end
+	return name
+end
+
+-- announce tells whoever may take key next that it is free: the first live waiter in line or,
+-- with nobody in line, every Client on channel (the key's name and a newline). A message only
+-- wakes a waiter; it never makes one a holder.
+local function announce(queue, leases, channel, key, now)
+	if not tell(queue, leases, channel, key, now, nil) then
 		redis.call("PUBLISH", channel, key .. "\n")
 	end
+end
+
+-- release deletes key, and the keys in also, when key holds token, and tells of it on channel
+-- ("" for nobody). Unlock's release takes waiter (the one that acquired, or "") out of line and
+-- announces; a roll-back's keeps waiter (the attempt's own) in line and tells only the first
+-- live waiter, if another: one whose turn came while the failed attempt held the key must not
+-- wait for its expiry. Returns 1 when it deleted key, 0 when key was absent or another's.
+local function release(key, queue, leases, token, channel, name, waiter, rollback, also)
+	local now = now_ms()
+	if waiter ~= "" and not rollback then
+		leave(queue, leases, waiter)
+	end
+	if redis.call("GET", key) ~= token then
+		return 0
+	end
+	redis.call("DEL", key, unpack(also))
+	if channel ~= "" and rollback then
+		tell(queue, leases, channel, name, now, waiter)
+	elseif channel ~= "" then
+		announce(queue, leases, channel, name, now)
+	end
+	return 1
 end

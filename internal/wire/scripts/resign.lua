@@ -1,19 +1,12 @@
 -- Election, end a term (after queue.lua): release.lua's release of the lock key, which also
 -- deletes the value and announces that there is no leader to every Client.
--- KEYS: the lock key, its queue, its leases, the value. ARGV: the token, the channel ("" for a
--- roll-back: nothing announced), the lock key's name in the announcements, the waiter that
--- acquired ("" for none), the value's name in the announcements.
+-- KEYS: the lock key, its queue, its leases, the value. ARGV: as release.lua's, but the value's
+-- name in the announcements comes before "rollback". A failed campaign's roll-back announces
+-- no end: there was no term.
 -- Returns 1 when the key held the token and is deleted, 0 when it was absent or another's.
-local now = now_ms()
-if ARGV[4] ~= "" then
-	leave(KEYS[2], KEYS[3], ARGV[4])
-end
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then
-	return 0
-end
-redis.call("DEL", KEYS[1], KEYS[4])
-if ARGV[2] ~= "" then
-	announce(KEYS[2], KEYS[3], ARGV[2], ARGV[3], now)
+local rollback = ARGV[6] == "rollback"
+local done = release(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], rollback, {KEYS[4]})
+if done == 1 and ARGV[2] ~= "" and not rollback then
 	redis.call("PUBLISH", ARGV[2], ARGV[5] .. "\n")
 end
-return 1
+return done
