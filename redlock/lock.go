@@ -35,11 +35,11 @@ type Lock struct {
 	onEnd    []func(why error)
 	kept     bool // KeepAlive keeps it
 	// pending are the nodes whose acquisition call had not returned when the lock was
-	// granted, until it returns; releasing is the release's round, to which such a node's
-	// release (the round's command) adds its answer once it is sent, after that call returned.
-	pending    []int
-	releasing  *quorum.Round[struct{}]
-	releaseCmd command
+	// granted, until it returns; releasing is the release's round, and sendRelease sends
+	// its call to such a node once that node's acquisition call returned.
+	pending     []int
+	releasing   *quorum.Round[struct{}]
+	sendRelease func(node int)
 }
 
 // Key returns the key as given (the first of LockAll's keys), without the client's prefix.
@@ -247,13 +247,6 @@ func (c *Client) verdict(ctx context.Context, s *spec, out quorum.Outcome[struct
 	return errors.Join(append(errs, nodeErrors(c, ctx, out, wait)...)...)
 }
 
-// holdFor is how long a release of l may take to reach a node: the key is gone after its ttl.
-func (l *Lock) holdFor() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.ttl
-}
-
 func (l *Lock) pendingNodes() []int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -301,18 +294,21 @@ func (l *Lock) release(ctx context.Context, why error) error {
 		}
 		defer c.leave()
 	}
-	ctx = context.WithoutCancel(ctx)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
 	start := c.clock.Now()
 	l.mu.Lock()
 	rd := round[struct{}]{c: c, op: NodeRelease, cmd: l.spec.ops.release(l.token, c.channel, l.waiter),
 		decode: decodeHeld, wait: c.nodeTimeout, need: l.spec.need, hold: l.ttl}
 	callCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
 	q := quorum.New[struct{}](len(c.nodes))
-	l.releasing, l.releaseCmd = q, rd.cmd
+	l.releasing = q
+	l.sendRelease = func(i int) { q.Go(callCtx, nil, i, rd.call) }
 	pending := slices.Clone(l.pending)
 	for i := range c.nodes {
 		if !slices.Contains(pending, i) {
-			q.Go(callCtx, nil, i, rd.call)
+			l.sendRelease(i)
 		}
 	}
 	l.mu.Unlock()
@@ -344,17 +340,15 @@ func (l *Lock) Orphan() {
 // the lock is being released, the node's release is sent now, after the acquisition, unless
 // the node clearly refused it (and holds no place in line for its waiter either).
 func (l *Lock) late(rep quorum.Reply[wire.Grant]) {
-	c := l.c
 	l.mu.Lock()
 	l.pending = slices.DeleteFunc(l.pending, func(i int) bool { return i == rep.Node })
-	q, cmd := l.releasing, l.releaseCmd
+	q, send := l.releasing, l.sendRelease
 	l.mu.Unlock()
-	if q == nil {
-		return // Unlock will send it
+	switch {
+	case q == nil: // Unlock will send it
+	case errors.Is(rep.Err, errTaken) && l.waiter == "":
+		q.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: errNotOwner})
+	default:
+		send(rep.Node)
 	}
-	err := errNotOwner
-	if !errors.Is(rep.Err, errTaken) || l.waiter != "" {
-		err = c.release(context.Background(), rep.Node, cmd, l.holdFor())
-	}
-	q.Put(quorum.Reply[struct{}]{Node: rep.Node, Err: err})
 }

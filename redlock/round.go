@@ -39,8 +39,11 @@ func (r round[T]) ask(ctx context.Context) *asked[T] {
 }
 
 // decide is q's decision at r.need, within r.wait (of real time, as the calls' deadlines) and
-// while ctx lives.
+// while ctx, the calls' context, lives.
 func (r round[T]) decide(ctx context.Context, q *quorum.Round[T]) quorum.Outcome[T] {
+	if r.hold <= r.wait { // ctx ends at the wait
+		return q.Decide(r.need, ctx.Done(), nil)
+	}
 	t := time.NewTimer(r.wait)
 	defer t.Stop()
 	return q.Decide(r.need, ctx.Done(), t.C)

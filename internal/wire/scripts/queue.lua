@@ -9,14 +9,16 @@ local function now_ms()
 	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- first drops the waiters at the front whose lease lapsed by now and returns the first live
--- one, or nil.
+-- first drops the waiters at the front whose lease lapsed by now (read from the clock when nil
+-- and someone is in line: TIME is the dearest call of an uncontended release) and returns the
+-- first live one, or nil.
 local function first(queue, leases, now)
 	for _ = 1, 1000 do
 		local name = redis.call("ZRANGE", queue, 0, 0)[1]
 		if not name then
 			return nil
 		end
+		now = now or now_ms()
 		local lapse = redis.call("ZSCORE", leases, name)
 		if lapse and tonumber(lapse) > now then
 			return name
@@ -47,8 +49,8 @@ end
 -- tell names key to the first live waiter in line, unless that is except, on its Client's
 -- channel (channel, a colon and the text of the name before its first dot): the message is the
 -- key's name, a newline and the waiter's name. Returns the first live waiter, or nil.
-local function tell(queue, leases, channel, key, now, except)
-	local name = first(queue, leases, now)
+local function tell(queue, leases, channel, key, except)
+	local name = first(queue, leases, nil)
 	if name and name ~= except then
 		redis.call("PUBLISH", channel .. ":" .. string.match(name, "^[^.]*"), key .. "\n" .. name)
 	end
@@ -58,8 +60,8 @@ end
 -- announce tells whoever may take key next that it is free: the first live waiter in line or,
 -- with nobody in line, every Client on channel (the key's name and a newline). A message only
 -- wakes a waiter; it never makes one a holder.
-local function announce(queue, leases, channel, key, now)
-	if not tell(queue, leases, channel, key, now, nil) then
+local function announce(queue, leases, channel, key)
+	if not tell(queue, leases, channel, key, nil) then
 		redis.call("PUBLISH", channel, key .. "\n")
 	end
 end
@@ -70,7 +72,6 @@ end
 -- live waiter, if another: one whose turn came while the failed attempt held the key must not
 -- wait for its expiry. Returns 1 when it deleted key, 0 when key was absent or another's.
 local function release(key, queue, leases, token, channel, name, waiter, rollback, also)
-	local now = now_ms()
 	if waiter ~= "" and not rollback then
 		leave(queue, leases, waiter)
 	end
@@ -79,9 +80,9 @@ local function release(key, queue, leases, token, channel, name, waiter, rollbac
 	end
 	redis.call("DEL", key, unpack(also))
 	if channel ~= "" and rollback then
-		tell(queue, leases, channel, name, now, waiter)
+		tell(queue, leases, channel, name, waiter)
 	elseif channel ~= "" then
-		announce(queue, leases, channel, name, now)
+		announce(queue, leases, channel, name)
 	end
 	return 1
 end
