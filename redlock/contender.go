@@ -235,10 +235,10 @@ func (k *contender) delay(r result) time.Duration {
 	}
 	if r.votes > 0 || k.splits > 0 {
 		// A split vote, now or lately: nobody may hold the key once everyone's roll-back
-		// lands, and a roll-back wakes only the first waiter in line, never its own. Retry
-		// after a pause that is shorter the more nodes this attempt won, in units of its
-		// duration, doubling while the episode lasts (so that the holder of a bare quorum is
-		// not polled fast).
+		// lands, and a mutex's roll-back wakes at most the first waiter in line, never its
+		// own. Retry after a pause that is shorter the more nodes this attempt won, in units
+		// of its duration, doubling while the episode lasts (so that the holder of a bare
+		// quorum is not polled fast).
 		unit := max(r.elapsed, minSplitUnit)
 		split := satMul(unit, int64(max(k.s.need-r.votes, 0))) + time.Duration(mrand.Int64N(int64(unit)+1))
 		delay = min(delay, satMul(split, 1<<min(k.splits, 20)))

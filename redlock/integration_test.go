@@ -148,6 +148,34 @@ func TestRealServersRollbackReachesLateNodes(t *testing.T) {
 	}
 }
 
+// A node that answers the acquisition long after Unlock's round ended is released all the
+// same, once it answers: its key does not stay for the ttl.
+func TestRealServersLateNodeReleasedAfterUnlockEnded(t *testing.T) {
+	const ttl = time.Second
+	ss, nodes, c := realCluster(t, redlock.WithNodeTimeout(50*time.Millisecond))
+	ctx := context.Background()
+	ss[4].Pause(t)
+	l, err := c.Lock(ctx, "k", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl + 300*time.Millisecond) // past the round's own time (the ttl)
+	ss[4].Resume()
+	// The SET runs now and sets the key for a whole ttl; the release must follow it at once.
+	for deadline := time.Now().Add(ttl / 2); ; time.Sleep(5 * time.Millisecond) {
+		n, err := nodes[4].Exists(ctx, "k").Result()
+		if err == nil && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 4 still holds the key %v after it answered (%d, %v)", ttl/2, n, err)
+		}
+	}
+}
+
 // A cancelled acquisition leaves nothing behind, and says both why and that it failed.
 func TestRealServersCancelledAttemptLeavesNoKey(t *testing.T) {
 	ss, nodes, c := realCluster(t, redlock.WithNodeTimeout(time.Hour))

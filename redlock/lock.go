@@ -35,8 +35,8 @@ type Lock struct {
 	onEnd    []func(why error)
 	kept     bool // KeepAlive keeps it
 	// pending are the nodes whose acquisition call had not returned when the lock was
-	// granted, until it returns; releasing is the release's round, and sendRelease sends
-	// its call to such a node once that node's acquisition call returned.
+	// granted, until it returns; releasing is the release's round, and sendRelease adds to
+	// it the call to such a node once that node's acquisition call returned.
 	pending     []int
 	releasing   *quorum.Round[struct{}]
 	sendRelease func(node int)
@@ -304,11 +304,19 @@ func (l *Lock) release(ctx context.Context, why error) error {
 	callCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
 	q := quorum.New[struct{}](len(c.nodes))
 	l.releasing = q
-	l.sendRelease = func(i int) { q.Go(callCtx, nil, i, rd.call) }
+	l.sendRelease = func(i int) {
+		// Its acquisition answered after the decision, maybe long after Unlock's round
+		// ended: its release has the round's time from now.
+		lateCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
+		q.Go(lateCtx, nil, i, func(ctx context.Context, i int) (struct{}, error) {
+			defer cancel()
+			return rd.call(ctx, i)
+		})
+	}
 	pending := slices.Clone(l.pending)
 	for i := range c.nodes {
 		if !slices.Contains(pending, i) {
-			l.sendRelease(i)
+			q.Go(callCtx, nil, i, rd.call)
 		}
 	}
 	l.mu.Unlock()

@@ -11,22 +11,22 @@ end
 
 -- first drops the waiters at the front whose lease lapsed by now (read from the clock when nil
 -- and someone is in line: TIME is the dearest call of an uncontended release) and returns the
--- first live one, or nil.
+-- first live one, or nil, and now (nil if it was nil and nobody was in line).
 local function first(queue, leases, now)
 	for _ = 1, 1000 do
 		local name = redis.call("ZRANGE", queue, 0, 0)[1]
 		if not name then
-			return nil
+			return nil, now
 		end
 		now = now or now_ms()
 		local lapse = redis.call("ZSCORE", leases, name)
 		if lapse and tonumber(lapse) > now then
-			return name
+			return name, now
 		end
 		redis.call("ZREM", queue, name)
 		redis.call("ZREM", leases, name)
 	end
-	return nil
+	return nil, now
 end
 
 -- join puts name in line at place (or keeps its place) and renews its lease for lease_ms; both
@@ -48,9 +48,10 @@ end
 
 -- tell names key to the first live waiter in line, unless that is except, on its Client's
 -- channel (channel, a colon and the text of the name before its first dot): the message is the
--- key's name, a newline and the waiter's name. Returns the first live waiter, or nil.
-local function tell(queue, leases, channel, key, except)
-	local name = first(queue, leases, nil)
+-- key's name, a newline and the waiter's name. Returns the first live waiter, or nil. now is
+-- as first's.
+local function tell(queue, leases, channel, key, except, now)
+	local name = first(queue, leases, now)
 	if name and name ~= except then
 		redis.call("PUBLISH", channel .. ":" .. string.match(name, "^[^.]*"), key .. "\n" .. name)
 	end
@@ -60,8 +61,8 @@ end
 -- announce tells whoever may take key next that it is free: the first live waiter in line or,
 -- with nobody in line, every Client on channel (the key's name and a newline). A message only
 -- wakes a waiter; it never makes one a holder.
-local function announce(queue, leases, channel, key)
-	if not tell(queue, leases, channel, key, nil) then
+local function announce(queue, leases, channel, key, now)
+	if not tell(queue, leases, channel, key, nil, now) then
 		redis.call("PUBLISH", channel, key .. "\n")
 	end
 end
@@ -80,9 +81,9 @@ local function release(key, queue, leases, token, channel, name, waiter, rollbac
 	end
 	redis.call("DEL", key, unpack(also))
 	if channel ~= "" and rollback then
-		tell(queue, leases, channel, name, waiter)
+		tell(queue, leases, channel, name, waiter, nil)
 	elseif channel ~= "" then
-		announce(queue, leases, channel, name)
+		announce(queue, leases, channel, name, nil)
 	end
 	return 1
 end
