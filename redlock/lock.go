@@ -305,8 +305,12 @@ func (l *Lock) release(ctx context.Context, why error) error {
 	q := quorum.New[struct{}](len(c.nodes))
 	l.releasing = q
 	l.sendRelease = func(i int) {
-		// Its acquisition answered after the decision, maybe long after Unlock's round
-		// ended: its release has the round's time from now.
+		if d, ok := callCtx.Deadline(); ok && time.Until(d) >= rd.wait {
+			q.Go(callCtx, nil, i, rd.call)
+			return
+		}
+		// Its acquisition answered long after Unlock began: its release has the round's
+		// time from now.
 		lateCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
 		q.Go(lateCtx, nil, i, func(ctx context.Context, i int) (struct{}, error) {
 			defer cancel()
