@@ -91,21 +91,11 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 }
 
 // fence is fencing's second round for the attempt of token whose yes replies are granted: the
-// token is the larger of their highest counter + 1 and the median of their clocks, which one
-// far-off clock cannot move; each node still holding the key raises its counter to it, and the
-// round must reach the quorum before until.
+// token is fenceOf their counters and clocks; each node still holding the key raises its
+// counter to it, and the round must reach the quorum before until.
 func (k *contender) fence(ctx context.Context, token string, granted []quorum.Reply[wire.Grant], until time.Time) (uint64, error) {
 	c := k.c
-	var top uint64
-	var clocks []uint64
-	for _, rep := range granted {
-		if rep.Err == nil {
-			top = max(top, rep.Value.Counter)
-			clocks = append(clocks, rep.Value.Micros)
-		}
-	}
-	slices.Sort(clocks)
-	fence := max(top+1, clocks[(len(clocks)-1)/2])
+	fence := fenceOf(granted, uint64(c.clock.Now().UnixMicro()))
 	wait := until.Sub(c.clock.Now())
 	if wait <= 0 {
 		return 0, errors.New("redlock: no validity left for the fencing round")
@@ -119,6 +109,27 @@ func (k *contender) fence(ctx context.Context, token string, granted []quorum.Re
 	}
 	errs := []error{errors.New("redlock: the fencing round reached no quorum within the validity")}
 	return 0, errors.Join(append(errs, nodeErrors(c, ctx, out.Outcome, rd.wait)...)...)
+}
+
+// fenceOf returns the fencing token of an acquisition whose yes replies are granted: the larger
+// of their highest counter + 1 and the median of at least three clocks, theirs and, when fewer
+// than three nodes said yes, local (the Client's clock, in µs since the epoch) as many times as
+// it takes. So one clock far off, behind or ahead, never decides the token: with two yes replies
+// alone, the lower or the higher clock could be the one that is off.
+func fenceOf(granted []quorum.Reply[wire.Grant], local uint64) uint64 {
+	var top uint64
+	clocks := make([]uint64, 0, max(len(granted), 3))
+	for _, rep := range granted {
+		if rep.Err == nil {
+			top = max(top, rep.Value.Counter)
+			clocks = append(clocks, rep.Value.Micros)
+		}
+	}
+	for len(clocks) < 3 {
+		clocks = append(clocks, local)
+	}
+	slices.Sort(clocks)
+	return max(top+1, clocks[(len(clocks)-1)/2])
 }
 
 // recent remembers the keys a Client waited for lately, until when they count as contended.

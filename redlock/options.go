@@ -150,13 +150,15 @@ func WithLogger(l *slog.Logger) Option {
 // a holder that was paused past its validity is then refused, which no lock alone can do.
 //
 // It costs a second round trip per acquisition and one counter per key on each node (named as
-// WithKeyPrefix says), kept forever. Round 1 sets the key and
-// reads each node's counter and clock atomically; the token is the larger of the highest
-// counter + 1 and the median of the clocks (microseconds) of the nodes that said yes; round 2
-// raises the counter to the token on every node still holding the key, and the lock is acquired
-// only when that reached a quorum within the validity. Any later acquisition meets round 2's
-// quorum on some node, so its token is larger. Assumed: no two nodes lose their data within one
-// ttl, and at most one node's clock is far off (the median ignores it). Default: off, Fence 0.
+// WithKeyPrefix says), kept forever. Round 1 sets the key and reads each node's counter and
+// clock atomically; the token is the larger of the highest counter + 1 and the median of at
+// least three clocks (microseconds): those of the nodes that said yes and, when fewer than three
+// did, the Client's own as often as it takes. Round 2 raises the counter to the token on every
+// node still holding the key, and the lock is acquired only when that reached a quorum within
+// the validity. Any later acquisition meets round 2's quorum on some node, so its token is
+// larger. Assumed: no two nodes lose their data within one ttl, and of the clocks an acquisition
+// reads at most one is far off (the median ignores it); docs/locks.md says exactly what that
+// tolerates. Default: off, Fence 0.
 func WithFencing() Option {
 	return func(o *options) error {
 		o.fencing = true

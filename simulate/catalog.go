@@ -151,6 +151,11 @@ func lockScenarios() []Scenario {
 			},
 		},
 		{
+			Name: "clock-behind-restart-fenced", Row: "3 nodes, one clock an hour behind, a node of the holder's majority restarts empty (tokens never go back: the stale write is REJECTED)",
+			Expect: Safe, Strategy: RedlockFencing, Nodes: 3, NodeClocks: true,
+			setup: restartBesideClockBehind,
+		},
+		{
 			Name: "restart-data-lost-delayed", Row: "the same, restart delayed beyond the TTL", Expect: Safe,
 			setup: func(r *run) {
 				majority := r.bareMajority(0)

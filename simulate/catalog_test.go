@@ -74,10 +74,11 @@ func TestCatalog(t *testing.T) {
 }
 
 // realRows are the scenarios make test runs on real servers too: no faults, a node restarting
-// empty, a node clock jumping past the TTL (libfaketime), a paused holder whose stale write
+// empty, the same beside a node whose clock is an hour behind (fencing), a node clock jumping
+// past the TTL (libfaketime), a paused holder whose stale write
 // the fenced store refuses, two slow nodes, losing replies or not, through the proxies (at
 // their MinScale, 0.2), and the election's four rows (at theirs, 0.2 too).
-var realRows = []string{"no-faults", "restart-data-lost", "partition-clock-jump", "pause-after-acquire-fenced",
+var realRows = []string{"no-faults", "restart-data-lost", "clock-behind-restart-fenced", "partition-clock-jump", "pause-after-acquire-fenced",
 	"two-slow-nodes", "two-slow-nodes-drops",
 	"elect-leader-partitioned", "elect-leader-paused", "elect-clock-jump", "elect-resign-contention"}
 

@@ -28,6 +28,28 @@ type section struct {
 	// Refused is when the store refused the section's write for its stale fencing token, 0
 	// when it did not.
 	Refused time.Duration
+	// Fence is the section's fencing token (a term number for the election), 0 for none.
+	Fence uint64
+}
+
+// backwards counts the sections whose fencing token is not larger than that of a section
+// acquired before they asked: a token that went back, which lets a stale holder write. The
+// sections are sorted by Asked on return.
+func backwards(ss []section) int {
+	acquired := slices.Clone(ss)
+	slices.SortFunc(acquired, func(a, b section) int { return int(a.Acquired - b.Acquired) })
+	slices.SortFunc(ss, func(a, b section) int { return int(a.Asked - b.Asked) })
+	n, i := 0, 0
+	var top uint64 // the largest token of the sections acquired before ss[j] asked
+	for _, s := range ss {
+		for ; i < len(acquired) && acquired[i].Acquired < s.Asked; i++ {
+			top = max(top, acquired[i].Fence)
+		}
+		if s.Fence != 0 && s.Fence <= top {
+			n++
+		}
+	}
+	return n
 }
 
 // An overlap is two critical sections on one key that were open at the same true time.

@@ -18,7 +18,8 @@ const tableWidth = 100
 var tableLegend = []string{
 	"strategy: the lock under test; redlock is this library (-list describes every scenario).",
 	"expected: what the design predicts; observed: what the checker saw, comparing the critical",
-	"  sections in true time: safe (none overlapped, no update lost, the stock sold out),",
+	"  sections in true time: safe (none overlapped, no update lost, no fencing token went back,",
+	"  the stock sold out),",
 	"  violation, or inconclusive (nothing wrong seen, but the stock was not sold out in time).",
 	"ok: observed is what was expected, and the scenario's own check passed; NO makes the exit",
 	"  status 1; - marks a run the backend cannot reproduce (its note says why).",

@@ -15,8 +15,9 @@ const (
 	Safe      Expect = "safe"
 	Violation Expect = "violation"
 
-	// Safe: every critical section ended before the next began, no update was lost, the stock
-	// sold out. Violated: two holders acted at once, or an update was lost. Inconclusive: the
+	// Safe: every critical section ended before the next began, no update was lost, no fencing
+	// token went back, the stock sold out. Violated: two holders acted at once, an update was
+	// lost, or a fencing token was not larger than one acquired before it was asked for. Inconclusive: the
 	// run found nothing wrong but did not sell the stock before its time was up.
 	VerdictSafe         Verdict = "safe"
 	VerdictViolated     Verdict = "violation"
@@ -59,19 +60,20 @@ type Result struct {
 	Note     string   `json:"note,omitempty"` // why OK is false, when the verdict matched
 	Seed     uint64   `json:"seed"`
 
-	Violations    int           `json:"violations"`     // overlapping pairs of critical sections
-	LostUpdates   int           `json:"lost_updates"`   // writes over a version the writer had not read
-	Oversold      int           `json:"oversold"`       // orders beyond the stock
-	Acquisitions  int           `json:"acquisitions"`   // critical sections entered
-	Orders        int           `json:"orders"`         // stock written
-	Aborted       int           `json:"aborted"`        // sections that gave up: validity used up, extend failed
-	Stock         int           `json:"stock"`          // at the start
-	WaitMedian    time.Duration `json:"wait_p50_ns"`    // time to acquire
-	WaitMax       time.Duration `json:"wait_max_ns"`    // longest time to acquire
-	FailedExtends int           `json:"failed_extends"` // extends refused: the lock was lost
-	StaleRefused  int           `json:"stale_refused"`  // writes the fenced store refused: a lower token than it had seen
-	LostReplies   int           `json:"lost_replies"`   // replies the links lost, each leaving its connection deaf
-	Elapsed       time.Duration `json:"elapsed_ns"`     // scenario time the run took
+	Violations    int           `json:"violations"`      // overlapping pairs of critical sections
+	LostUpdates   int           `json:"lost_updates"`    // writes over a version the writer had not read
+	Oversold      int           `json:"oversold"`        // orders beyond the stock
+	Acquisitions  int           `json:"acquisitions"`    // critical sections entered
+	Orders        int           `json:"orders"`          // stock written
+	Aborted       int           `json:"aborted"`         // sections that gave up: validity used up, extend failed
+	Stock         int           `json:"stock"`           // at the start
+	WaitMedian    time.Duration `json:"wait_p50_ns"`     // time to acquire
+	WaitMax       time.Duration `json:"wait_max_ns"`     // longest time to acquire
+	FailedExtends int           `json:"failed_extends"`  // extends refused: the lock was lost
+	StaleRefused  int           `json:"stale_refused"`   // writes the fenced store refused: a lower token than it had seen
+	Backwards     int           `json:"fence_backwards"` // fencing tokens not larger than one acquired before they were asked for
+	LostReplies   int           `json:"lost_replies"`    // replies the links lost, each leaving its connection deaf
+	Elapsed       time.Duration `json:"elapsed_ns"`      // scenario time the run took
 
 	// Progress. NoHolderMax is the longest time no client held the lock (every permit free,
 	// for a semaphore) from the first client's start to the end of the run: from one holder's
@@ -142,6 +144,7 @@ func (r *run) result(finished bool, elapsed time.Duration) Result {
 		LostReplies:   r.lostReplies(),
 		Elapsed:       elapsed,
 		StaleRefused:  refused,
+		Backwards:     backwards(slices.Clone(ss)),
 		Schedule:      r.schedule(),
 		Sections:      ss,
 		Overlaps:      ov,
@@ -172,7 +175,7 @@ func (r *run) result(finished bool, elapsed time.Duration) Result {
 		res.AcquisitionRate = rate(ss, elapsed)
 	}
 	switch {
-	case res.Violations > 0 || lost > 0 || oversold > 0:
+	case res.Violations > 0 || lost > 0 || oversold > 0 || res.Backwards > 0:
 		res.Observed = VerdictViolated
 	case !finished:
 		res.Observed = VerdictInconclusive

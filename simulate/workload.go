@@ -150,7 +150,7 @@ func (r *run) shop(sale, ctx context.Context, c *client) {
 		if err != nil {
 			continue // Lock gives up only when ctx is done
 		}
-		s := section{Client: c.id, Asked: r.since(asked), Acquired: r.since(time.Now())}
+		s := section{Client: c.id, Asked: r.since(asked), Acquired: r.since(time.Now()), Fence: h.Fence()}
 		c.once.Do(func() { close(c.held) })
 		p, planned := c.next()
 		c.mu.Lock()
