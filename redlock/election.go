@@ -167,7 +167,9 @@ func (t *Term) Term() uint64 { return t.l.Fence() }
 func (t *Term) Until() time.Time { return t.l.Until() }
 
 // Lost returns a channel that is closed when the term can no longer be proved held: before
-// anyone else can be elected. It closes too when the term ends by Resign or Close.
+// anyone else can be elected. It closes too when the term ends by Resign or Close. Like
+// Lock.Lost it reads the clock: a call made once Until has passed returns it closed, even in a
+// process that was paused and has not run its timers yet.
 func (t *Term) Lost() <-chan struct{} { return t.l.Lost() }
 
 // Resign ends the term, and the next candidate in line leads at once. After the term ended, it

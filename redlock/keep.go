@@ -108,5 +108,23 @@ func (l *Lock) hold(ctx context.Context, ttl time.Duration, fn func(ctx context.
 	if err := l.keepAlive(ctx, ttl); err != nil {
 		return err
 	}
-	return fn(fnCtx)
+	return fn(heldContext{fnCtx, l})
+}
+
+// A heldContext is the context of a function that runs while a lock is held. Asking it whether
+// it is done reads the clock (Lock.Lost), so that a process paused past the validity finds it
+// done as soon as it continues, before the timer that ends the lock has run.
+type heldContext struct {
+	context.Context
+	l *Lock
+}
+
+func (h heldContext) Done() <-chan struct{} {
+	h.l.Lost()
+	return h.Context.Done()
+}
+
+func (h heldContext) Err() error {
+	h.l.Lost()
+	return h.Context.Err()
 }

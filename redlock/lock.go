@@ -76,9 +76,17 @@ func (l *Lock) Until() time.Time {
 // validity passed without a successful Extend, an Extend found it gone from so many nodes
 // that no quorum holds it, Unlock released it, or Close did. Once closed it stays closed, and
 // Err says why.
+//
+// A timer closes the channel at the end of the validity, and a process that was paused past it
+// runs that timer only some time after it continues. So Lost reads the clock too: a call made
+// once the validity has passed returns the channel closed. To ask whether the lock is held
+// now, call Lost (or Err) again rather than keep a channel from an earlier call.
 func (l *Lock) Lost() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.ended && !l.c.clock.Now().Before(l.until) {
+		l.endLocked(l.expired())
+	}
 	if l.lost == nil {
 		l.lost = make(chan struct{})
 		if l.ended {

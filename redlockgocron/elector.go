@@ -61,9 +61,10 @@ func NewElector(ctx context.Context, c *redlock.Client, name, value string, ttl 
 
 // IsLeader returns nil while this scheduler holds a term of the election: from the moment its
 // campaign won until the term can no longer be proved held (redlock.Term.Lost), which happens
-// before any other candidate can win. Otherwise it returns an error wrapping ErrNotLeader.
-// gocron calls it before each run; a run that started while leading is not stopped when the
-// term ends.
+// before any other candidate can win. Otherwise it returns an error wrapping ErrNotLeader. It
+// reads the clock, not only a channel: a scheduler whose process was paused past its term's
+// end is not the leader when it continues, even before its timers have run. gocron calls it
+// before each run; a run that started while leading is not stopped when the term ends.
 func (e *Elector) IsLeader(context.Context) error {
 	e.mu.Lock()
 	t := e.term

@@ -283,6 +283,32 @@ func TestElectorFollowsACrashedLeader(t *testing.T) {
 	})
 }
 
+// A pausedClock is the clock of a process that was stopped and has just continued: Now has
+// moved on by the pause at once, while its timers still wait in real time.
+type pausedClock struct{ paused atomic.Int64 }
+
+func (c *pausedClock) Now() time.Time { return time.Now().Add(time.Duration(c.paused.Load())) }
+
+func (c *pausedClock) NewTimer(d time.Duration) *time.Timer { return time.NewTimer(d) }
+
+func (c *pausedClock) AfterFunc(d time.Duration, f func()) *time.Timer { return time.AfterFunc(d, f) }
+
+// A leader whose process was stopped past its term's end is not the leader when it continues,
+// before any of its timers has run: IsLeader reads the clock.
+func TestElectorPausedPastItsTermIsNotLeader(t *testing.T) {
+	const ttl = 10 * time.Second // its timers are seconds away when the test asks
+	clk := &pausedClock{}
+	_, c := minis(t, 3, redlock.WithClock(clk))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e := elector(t, ctx, c, "a", ttl)
+	within(t, 5*time.Second, "a leader", func() bool { return e.IsLeader(ctx) == nil })
+	clk.paused.Add(int64(2 * ttl))
+	if err := e.IsLeader(ctx); !errors.Is(err, redlockgocron.ErrNotLeader) {
+		t.Fatalf("IsLeader = %v after a pause past the term's end, want ErrNotLeader", err)
+	}
+}
+
 func TestNewElectorRefusesBadInputAndSendsNothing(t *testing.T) {
 	nodes, c := minis(t, 3)
 	ctx := context.Background()

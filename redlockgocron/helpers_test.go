@@ -23,6 +23,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if addrs := os.Getenv(pausedLeaderEnv); addrs != "" {
+		pausedLeader(addrs)
+	}
 	redis.SetLogger(quiet{}) // no log line for every refused dial of a node cut off on purpose
 	goleak.VerifyTestMain(m)
 }
@@ -282,8 +285,8 @@ func (m *member) heal() {
 	}
 }
 
-// minis starts n miniredis servers and a Client over them; t.Cleanup closes them all.
-func minis(t *testing.T, n int) ([]*miniredis.Miniredis, *redlock.Client) {
+// minis starts n miniredis servers and a Client over them with opts; t.Cleanup closes them all.
+func minis(t *testing.T, n int, opts ...redlock.Option) ([]*miniredis.Miniredis, *redlock.Client) {
 	t.Helper()
 	var ms []*miniredis.Miniredis
 	var nodes []redis.UniversalClient
@@ -294,7 +297,7 @@ func minis(t *testing.T, n int) ([]*miniredis.Miniredis, *redlock.Client) {
 		ms = append(ms, m)
 		nodes = append(nodes, rc)
 	}
-	c, err := redlock.New(nodes)
+	c, err := redlock.New(nodes, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
