@@ -253,7 +253,8 @@ const minSplitUnit = 100 * time.Microsecond
 
 // stop ends the contender's wait, once its call ends with l (nil when it did not acquire): a
 // waiter that gives up undoes what its attempts left for others on every node (it leaves the
-// lines it joined, or takes its mark away), waiting at most the node timeout.
+// lines it joined, or takes its mark away), in a goroutine of the Client, so that the call
+// returns by its caller's deadline.
 func (k *contender) stop(ctx context.Context, l *Lock) {
 	c := k.c
 	if k.w == nil {
@@ -265,8 +266,18 @@ func (k *contender) stop(ctx context.Context, l *Lock) {
 	}
 	defer c.leave()
 	c.listener.leave(k.w)
-	if l == nil {
-		c.abandon(ctx, k.w)
+	if l == nil { // in the background: the call returns by its deadline
+		c.bg.Go(func() { c.abandon(ctx, k.w) })
+	}
+}
+
+// closed reports whether done is closed.
+func closed(done <-chan time.Time) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -298,14 +309,14 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 	start := c.clock.Now()
 	until := clock.Deadline(start, k.ttl, c.driftFactor)
 	rd := round[wire.Grant]{c: c, op: NodeAcquire, cmd: k.s.ops.acquire(a), decode: decodeGrant,
-		wait: min(c.nodeTimeout, until.Sub(start)), need: k.s.need}
+		wait: min(c.nodeTimeout, until.Sub(start)), need: k.s.need, stop: c.done}
 	out := rd.ask(ctx)
 	l, err := k.grant(ctx, a, out, start, until)
 	if l != nil {
 		out.rest(l.late)
 		return l, result{}
 	}
-	if k.w != nil && len(out.Pending) > 0 && ctx.Err() == nil {
+	if k.w != nil && len(out.Pending) > 0 && ctx.Err() == nil && !closed(c.done) {
 		// Count the votes still in flight, at most as long again, for a true count.
 		out.linger(c, max(c.clock.Now().Sub(start), minSplitUnit))
 	}
@@ -326,6 +337,8 @@ func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant]
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case out.Stopped && closed(c.done):
+		return nil, ErrClosed
 	case !out.Quorum:
 		return nil, nil
 	case !now.Before(until):

@@ -101,11 +101,14 @@ func (k *contender) fence(ctx context.Context, token string, granted []quorum.Re
 		return 0, errors.New("redlock: no validity left for the fencing round")
 	}
 	rd := round[struct{}]{c: c, op: NodeFence, cmd: k.s.fence(token, fence),
-		decode: decodeHeld, wait: min(c.nodeTimeout, wait), need: k.s.need}
+		decode: decodeHeld, wait: min(c.nodeTimeout, wait), need: k.s.need, stop: c.done}
 	out := rd.ask(ctx)
 	out.rest(nil)
 	if out.Quorum && c.clock.Now().Before(until) {
 		return fence, nil
+	}
+	if out.Stopped && closed(c.done) {
+		return 0, ErrClosed
 	}
 	errs := []error{errors.New("redlock: the fencing round reached no quorum within the validity")}
 	return 0, errors.Join(append(errs, nodeErrors(c, ctx, out.Outcome, rd.wait)...)...)

@@ -52,8 +52,12 @@ type Client struct {
 	closed bool
 	heldMu sync.Mutex
 	held   map[*Lock]struct{}
-	swept  int           // how many were held after the last look at them all
-	done   chan struct{} // closed by Close: ends waits
+	swept  int // how many were held after the last look at them all
+	// done is closed when Close begins: it ends waits, and the rounds a closing Client need
+	// not finish (attempts, reads) stop at it. It carries time so that a round's decision,
+	// which stops at a timer, can stop at it.
+	done     chan time.Time
+	shutdown sync.Once
 	// ctx is the Client's background work's: Close cancels listening at once, and ctx once
 	// the replies in flight had their time.
 	ctx, listening          context.Context
@@ -137,7 +141,7 @@ func newClient(nodes []Node, o options) *Client {
 		names:   o.names,
 		id:      newToken(),
 		held:    make(map[*Lock]struct{}),
-		done:    make(chan struct{}),
+		done:    make(chan time.Time),
 	}
 	c.clusterNode = -1
 	c.channel = c.names.Channel()
@@ -170,18 +174,20 @@ func same(a, b any) bool {
 // their context cancelled), ends waiting Lock calls (they return ErrClosed, and give up their
 // places in line so that other processes' waiters are served at once) and the Client's
 // subscriptions, and waits for the Client's goroutines. It returns within about twice the node
-// timeout, whatever the nodes do: calls to a node that did not answer by then are abandoned,
-// and end inside go-redis by its client's own timeouts (its ReadTimeout). A lock whose release
-// reached no quorum expires with its ttl. Close does not close the clients the nodes wrap.
-// Calling Close again does nothing.
+// timeout, whatever the nodes do: attempts and reads in progress stop at once, other calls
+// within the node timeout, the releases take at most the node timeout, and calls to a node
+// that did not answer by the end are abandoned, to end inside go-redis by its client's own
+// timeouts (its ReadTimeout). A lock whose release reached no quorum expires with its ttl.
+// Close does not close the clients the nodes wrap. Calling Close again does nothing.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	start := time.Now()
+	first := false
+	c.shutdown.Do(func() { first = true; close(c.done) })
+	if !first {
 		return nil
 	}
+	c.mu.Lock() // once the calls in progress have left
 	c.closed = true
-	close(c.done)
 	waiting := c.listener.waiting()
 	c.mu.Unlock()
 	c.heldMu.Lock()
@@ -202,8 +208,10 @@ func (c *Client) Close() error {
 		})
 	}
 	releases.Wait()
+	// What is left of twice the node timeout is for the replies in flight, and what they call
+	// for (the roll-back of an attempt that Close stopped, say).
 	idle := c.idle()
-	t := time.NewTimer(c.nodeTimeout) // for the replies in flight, and what they call for
+	t := time.NewTimer(max(satMul(c.nodeTimeout, 2)-time.Since(start), 0))
 	select {
 	case <-idle:
 	case <-t.C:

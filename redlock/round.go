@@ -22,6 +22,10 @@ type round[T any] struct {
 	// a release must reach its node even when a queue or a slow node delays it past the
 	// decision (a dropped reply or a deadline is not a no, and the key would stay for its ttl).
 	hold time.Duration
+	// stop, when not nil, ends the wait early: the Client's done, for the rounds that a
+	// closing Client need not finish (an attempt, a read). The nodes still pending count as
+	// failed.
+	stop <-chan time.Time
 }
 
 // ask runs the round under ctx and returns its decision: need nodes said yes, so many said no
@@ -42,7 +46,7 @@ func (r round[T]) ask(ctx context.Context) *asked[T] {
 // while ctx, the calls' context, lives.
 func (r round[T]) decide(ctx context.Context, q *quorum.Round[T]) quorum.Outcome[T] {
 	if r.hold <= r.wait { // ctx ends at the wait
-		return q.Decide(r.need, ctx.Done(), nil)
+		return q.Decide(r.need, ctx.Done(), r.stop)
 	}
 	t := time.NewTimer(r.wait)
 	defer t.Stop()
