@@ -99,12 +99,12 @@ func fenceRun(t *testing.T, ms []*miniredis.Miniredis, clients []redis.Universal
 		}
 		// A Client of its own, closed once it released, so that no call of it is still
 		// on its way to the nodes that refused when the next acquisition begins.
-		c, err := redlock.New(clients, redlock.WithFencing(), redlock.WithNodeTimeout(2*time.Second))
+		c, err := redlock.New(clients, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		l, err := c.TryLock(ctx, key, time.Second)
+		l, err := c.TryLock(ctx, key, time.Minute)
 		if err != nil {
 			t.Fatalf("%v: %v", fc, err)
 		}
@@ -138,10 +138,10 @@ func TestRealServersTermAndFenceNeverGoBackWithAClockBehind(t *testing.T) {
 	addrs := []string{a.Addr, b.Addr, c.Addr}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	const ttl = time.Second
+	const ttl = 2 * time.Second // long against a busy machine's pauses
 	win := func() (term, fence uint64) {
 		t.Helper()
-		cl, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithFencing())
+		cl, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithFencing(), redlock.WithNodeTimeout(500*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
