@@ -82,8 +82,8 @@ func (k *contender) once(ctx context.Context) (*Lock, error) {
 }
 
 // acquire makes attempts until one succeeds, ctx ends or the Client closes. A key the Client
-// waited for lately likely has waiters in other processes: then even the first attempt is a
-// waiter's, which does not cut ahead of them.
+// waited for lately, or whose last attempt split the vote, likely has waiters in other
+// processes: then even the first attempt is a waiter's, which does not cut ahead of them.
 func (k *contender) acquire(ctx context.Context) (l *Lock, err error) {
 	defer func() { k.stop(ctx, l) }()
 	if k.c.recent.contended(k.s.wake[0], k.c.clock.Now()) {
@@ -363,19 +363,24 @@ func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant]
 // that clearly refused. A node whose call has not returned yet is released once it has (so
 // that the release does not overtake the acquisition), whatever it returned but a clear no:
 // a reply lost on the way, which the client ends with a timeout, is not a no.
+//
+// A node that said yes makes it a split vote: the Client's next Lock of the key then takes its
+// place in line from its first attempt, rather than split the vote again.
 func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Grant]) {
 	c := k.c
 	cmd := k.s.ops.rollback(a, c.channel)
-	for _, rep := range out.Replies {
+	undo := func(rep quorum.Reply[wire.Grant]) {
+		if rep.Err == nil {
+			c.recent.mark(k.s.wake[0], c.clock.Now().Add(k.ttl))
+		}
 		if !errors.Is(rep.Err, errTaken) {
 			c.undo(ctx, rep.Node, cmd, a.ttl)
 		}
 	}
-	out.rest(func(rep quorum.Reply[wire.Grant]) {
-		if !errors.Is(rep.Err, errTaken) {
-			c.undo(ctx, rep.Node, cmd, a.ttl)
-		}
-	})
+	for _, rep := range out.Replies {
+		undo(rep)
+	}
+	out.rest(undo)
 }
 
 func (c *Client) retryDelay() time.Duration {

@@ -65,8 +65,8 @@ func (m mutexOps) abandon(waiter, channel string) (command, bool) {
 // are served in the order they began waiting, and a release does not set them all against each
 // other. A lock that expires instead of being released is tried again by the first waiter in
 // line when the nodes said it would expire; a jittered timer (WithRetryDelay) is the fallback
-// for lost announcements. A Lock call for a key the Client waited for lately takes its place in
-// line from its first attempt.
+// for lost announcements. A Lock call for a key the Client waited for lately, or whose last
+// attempt by the Client split the vote, takes its place in line from its first attempt.
 //
 // On failure the error wraps ErrNotAcquired, the last attempt's *NodeError for each node that
 // did not say yes, and ctx.Err() or ErrClosed when that is what ended the wait.

@@ -222,6 +222,10 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// NodeTimeout returns how long the Client waits for a node's reply (WithNodeTimeout): what an
+// integration sizes its own deadlines by.
+func (c *Client) NodeTimeout() time.Duration { return c.nodeTimeout }
+
 // idle returns a channel that is closed once the Client's goroutines have all ended.
 func (c *Client) idle() <-chan struct{} {
 	idle := make(chan struct{})

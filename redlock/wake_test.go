@@ -2,8 +2,10 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,5 +268,53 @@ func TestRealServersFirstWaiterTakesAnExpiredKeyAtOnce(t *testing.T) {
 				t.Fatalf("taken %v after the holder's validity ended: the waiter waited for its timer", late)
 			}
 		})
+	}
+}
+
+// A TryLock that split the vote (it won a node, but no quorum) makes the Client's next Lock of
+// the key wait in line from its first attempt: it does not barge again into a split.
+func TestSplitVoteMakesTheNextLockWaitInLine(t *testing.T) {
+	var events []string
+	var mu sync.Mutex
+	note := func(e string) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}
+	rolledBack := make(chan struct{}, 1)
+	ms, c := cluster(t, 3, redlock.WithObserver(redlock.Observer{
+		Round:   func(context.Context, redlock.Round) { note("round") },
+		Waiting: func(context.Context, redlock.Call) { note("waiting") },
+		NodeReply: func(_ context.Context, r redlock.NodeReply) {
+			if r.Node == 2 && r.Op == redlock.NodeRelease {
+				select {
+				case rolledBack <- struct{}{}:
+				default:
+				}
+			}
+		},
+	}))
+	ms[0].Set("k", "x")
+	ms[1].Set("k", "y") // two others hold a node each: this Client can win node 2 only
+	ctx := context.Background()
+	if _, err := c.TryLock(ctx, "k", time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("TryLock = %v, want ErrNotAcquired", err)
+	}
+	// Node 2's yes may come after the decision: its roll-back shows it was heard.
+	select {
+	case <-rolledBack:
+	case <-time.After(10 * time.Second):
+		t.Fatal("node 2 not rolled back after 10s")
+	}
+	mu.Lock()
+	events = nil
+	mu.Unlock()
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	c.Lock(short, "k", time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) == 0 || events[0] != "waiting" {
+		t.Fatalf("the Lock after a split vote: events %v, want it waiting before its first round", events)
 	}
 }
