@@ -90,6 +90,14 @@ func sqliteDB(t testing.TB) *sql.DB {
 // closes it.
 func postgresDB(t testing.TB) *sql.DB {
 	t.Helper()
+	db := openPostgres(t, postgresDSN(t))
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// postgresDSN creates a new database on the package's PostgreSQL server and returns its DSN.
+func postgresDSN(t testing.TB) string {
+	t.Helper()
 	pgtest.Require(t)
 	pg.once.Do(func() { pg.srv, pg.err = pgtest.Launch() })
 	if pg.err != nil {
@@ -101,9 +109,7 @@ func postgresDB(t testing.TB) *sql.DB {
 	if _, err := admin.ExecContext(deadline(t), "CREATE DATABASE "+name); err != nil {
 		t.Fatal(err)
 	}
-	db := openPostgres(t, strings.Replace(pg.srv.DSN, "/postgres?", "/"+name+"?", 1))
-	t.Cleanup(func() { db.Close() })
-	return db
+	return strings.Replace(pg.srv.DSN, "/postgres?", "/"+name+"?", 1)
 }
 
 func openPostgres(t testing.TB, dsn string) *sql.DB {
