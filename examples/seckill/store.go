@@ -219,15 +219,14 @@ func openStore(ctx context.Context, kind, dsn string, nodes []redis.UniversalCli
 		}
 		return openSQL(ctx, "pgx", redlockfence.Postgres, dsn)
 	case "redis":
-		c := nodes[0]
-		if dsn != "" {
-			cl, err := client(dsn)
-			if err != nil {
-				return nil, nil, err
-			}
-			return NewRedisStore(cl), func() { cl.Close() }, nil
+		if dsn == "" {
+			return NewRedisStore(nodes[0]), func() {}, nil
 		}
-		return NewRedisStore(c), func() {}, nil
+		cl, err := client(dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		return NewRedisStore(cl), func() { cl.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("unknown store %q: want sqlite, postgres or redis", kind)
 }
