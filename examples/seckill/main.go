@@ -1,13 +1,17 @@
 // Command seckill is a flash sale ("秒杀", seckill) in Go: an HTTP service that sells a few
-// items from a stock in Redis, one lock per order, and a load generator shaped like
-// `ab -n500 -c100`. It runs the sale with this library's lock and with the naive lock that
-// flash-sale tutorials show, and prints what was accepted, what is left and what was oversold.
+// items from a stock in SQLite (embedded, the default), PostgreSQL or Redis, one lock per
+// order, and a load generator shaped like `ab -n500 -c100`. It runs the sale with this
+// library's lock and with the naive lock that flash-sale tutorials show, and prints what was
+// accepted, what is left and what was oversold.
 //
-//	go run ./examples/seckill -nodes 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
+//	go run . -nodes 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
+//	go run . -nodes ... -store postgres -dsn postgres://shop@127.0.0.1:5432/shop
 //
 // Each order does -work of work between reading and writing the stock, longer than the lock's
 // -ttl: the naive lock expires mid-order and lets the next buyer read the same stock; this
-// library keeps its lock extended while the order runs.
+// library keeps its lock extended while the order runs, and its orders read and write the stock
+// through a fencing guard (redlockfence) with the lock's token, so that a holder paused past
+// its lock is refused rather than oversells.
 package main
 
 import (
@@ -20,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,8 +35,8 @@ import (
 
 // A Config is one sale.
 type Config struct {
-	Nodes       []redis.UniversalClient // independent masters for this library's lock
-	Store       redis.UniversalClient   // the stock and the orders; also the naive lock's node
+	Nodes       []redis.UniversalClient // independent masters for this library's lock; the first is the naive lock's node
+	Store       Store                   // the stock and the orders
 	Lock        string                  // "redlock" or "naive"
 	Stock       int
 	Requests    int
@@ -44,14 +49,14 @@ func (c Config) shop() (*Shop, func(), error) {
 	shop := &Shop{Store: c.Store, Item: "sku-123456", Work: c.Work}
 	switch c.Lock {
 	case "redlock":
-		cl, err := redlock.New(c.Nodes)
+		cl, err := redlock.New(c.Nodes, redlock.WithFencing())
 		if err != nil {
 			return nil, nil, err
 		}
 		shop.Locker = Redlock{Client: cl, TTL: c.TTL}
 		return shop, func() { cl.Close() }, nil
 	case "naive":
-		shop.Locker = Naive{Store: c.Store, TTL: c.TTL, Poll: 10 * time.Millisecond}
+		shop.Locker = Naive{Store: c.Nodes[0], TTL: c.TTL, Poll: 10 * time.Millisecond}
 		return shop, func() {}, nil
 	}
 	return nil, nil, fmt.Errorf("unknown lock %q: want redlock or naive", c.Lock)
@@ -103,7 +108,8 @@ func main() {
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("seckill", flag.ContinueOnError)
 	nodes := fs.String("nodes", "", "comma-separated host:port or redis:// URLs of independent Redis masters (required)")
-	store := fs.String("store", "", "the Redis holding the stock and the naive lock (default: the first node)")
+	store := fs.String("store", "sqlite", "where the stock is: sqlite, postgres or redis")
+	dsn := fs.String("dsn", "", "sqlite: the database file (default: a new one in a temporary directory); postgres: the DSN (required); redis: the address or URL (default: the first node)")
 	lock := fs.String("lock", "both", "redlock, naive, or both one after the other")
 	stock := fs.Int("stock", 10, "items for sale")
 	n := fs.Int("n", 500, "requests")
@@ -126,15 +132,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		defer cl.Close()
 		cs = append(cs, cl)
 	}
-	st := cs[0]
-	if *store != "" {
-		cl, err := client(*store)
+	if *store == "sqlite" && *dsn == "" {
+		dir, err := os.MkdirTemp("", "seckill-")
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		st = cl
+		defer os.RemoveAll(dir)
+		*dsn = filepath.Join(dir, "seckill.db")
 	}
+	st, closeStore, err := openStore(ctx, *store, *dsn, cs)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	cfg := Config{Nodes: cs, Store: st, Lock: *lock, Stock: *stock, Requests: *n, Concurrency: *c, TTL: *ttl, Work: *work}
 
 	if *serve != "" {

@@ -17,10 +17,11 @@ func TestMain(m *testing.M) {
 }
 
 // The flash sale, 500 requests 100 at a time, each order working longer than the lock's ttl:
-// this library sells exactly the stock; the naive lock oversells.
+// this library sells exactly the stock; the naive lock oversells. The stock is in SQLite, the
+// default store.
 func TestFlashSale(t *testing.T) {
 	nodes := redistest.Clients(t, redistest.Addrs(redistest.StartN(t, 3))...)
-	cfg := Config{Nodes: nodes, Store: nodes[0], Stock: 3, Requests: 500, Concurrency: 100,
+	cfg := Config{Nodes: nodes, Store: sqliteStore(t), Stock: 3, Requests: 500, Concurrency: 100,
 		TTL: time.Second, Work: 1500 * time.Millisecond}
 	var out strings.Builder
 	ctx := context.Background()

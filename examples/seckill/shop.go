@@ -21,30 +21,22 @@ type Locker interface {
 	WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error
 }
 
-// A Shop sells one item from a stock kept in Redis, as a flash sale's order endpoint does: take
-// the lock, read the stock, do the order's work (payment, shipping, ...), write stock-1, record
-// the order. Without a working lock two buyers read the same stock and one sale is lost:
-// oversold.
+// A Shop sells one item from a stock, as a flash sale's order endpoint does: take the lock,
+// read the stock, do the order's work (payment, shipping, ...), write stock-1, record the
+// order. Without a working lock two buyers read the same stock and one sale is lost: oversold.
+// With a fencing token, the read and the write present it to the stock, which refuses a
+// holder that was paused past its lock while another took it.
 type Shop struct {
-	Store  redis.UniversalClient // where the stock and the orders live
+	Store  Store // where the stock and the orders live
 	Locker Locker
 	Item   string
 	Work   time.Duration // the time an order spends between reading and writing the stock
 }
 
-func (s *Shop) stockKey() string  { return "stock:" + s.Item }
-func (s *Shop) ordersKey() string { return "orders:" + s.Item }
-func (s *Shop) lockKey() string   { return "lock:" + s.Item }
+func (s *Shop) lockKey() string { return "lock:" + s.Item }
 
 // Restock sets the stock to n and forgets all orders.
-func (s *Shop) Restock(ctx context.Context, n int) error {
-	_, err := s.Store.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, s.stockKey(), n, 0)
-		p.Del(ctx, s.ordersKey())
-		return nil
-	})
-	return err
-}
+func (s *Shop) Restock(ctx context.Context, n int) error { return s.Store.Restock(ctx, s.Item, n) }
 
 // ErrSoldOut is Order's answer when the stock is 0.
 var ErrSoldOut = errors.New("sold out")
@@ -53,11 +45,12 @@ var ErrSoldOut = errors.New("sold out")
 func (s *Shop) Order(ctx context.Context, buyer string) error {
 	// Once sold out, stay sold out without queueing for the lock: the stock never grows
 	// during a sale, so this read needs no lock. The read that counts is the one under it.
-	if stock, err := s.Store.Get(ctx, s.stockKey()).Int(); err == nil && stock <= 0 {
+	if stock, err := s.Store.Left(ctx, s.Item, 0); err == nil && stock <= 0 {
 		return ErrSoldOut
 	}
 	return s.Locker.WithLock(ctx, s.lockKey(), func(ctx context.Context) error {
-		stock, err := s.Store.Get(ctx, s.stockKey()).Int()
+		fence := fenceOf(ctx)
+		stock, err := s.Store.Left(ctx, s.Item, fence)
 		if err != nil {
 			return err
 		}
@@ -72,12 +65,7 @@ func (s *Shop) Order(ctx context.Context, buyer string) error {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx) // the lock is lost: write nothing
 		}
-		_, err = s.Store.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Set(ctx, s.stockKey(), stock-1, 0)
-			p.RPush(ctx, s.ordersKey(), buyer)
-			return nil
-		})
-		return err
+		return s.Store.Sell(ctx, s.Item, fence, stock-1, buyer)
 	})
 }
 
@@ -108,29 +96,44 @@ type Report struct {
 
 // Count reads the stock and the orders.
 func (s *Shop) Count(ctx context.Context, initial int) (Report, error) {
-	left, err := s.Store.Get(ctx, s.stockKey()).Int()
-	if err != nil {
-		return Report{}, err
-	}
-	orders, err := s.Store.LLen(ctx, s.ordersKey()).Result()
-	if err != nil {
-		return Report{}, err
-	}
-	r := Report{Initial: initial, StockLeft: left, Orders: int(orders)}
-	r.Oversold = r.Orders - (initial - left)
-	return r, nil
+	return s.Store.Count(ctx, s.Item, initial)
 }
 
 // Redlock is this library's lock: Redlock over independent masters, kept extended while the
-// order runs (Client.Do), and the order's context ends the moment the lock cannot be proved
-// held, so that a late order writes nothing.
+// order runs (Lock.KeepAlive), and the order's context ends the moment the lock cannot be
+// proved held, so that a late order writes nothing (and an order whose lock is lost is an
+// error, as with Client.Do). The context carries the lock's fencing token when the Client
+// makes them (redlock.WithFencing), for the stock to refuse a holder paused past its lock.
 type Redlock struct {
 	Client *redlock.Client
 	TTL    time.Duration
 }
 
 func (r Redlock) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	return r.Client.Do(ctx, key, r.TTL, fn)
+	l, err := r.Client.Lock(ctx, key, r.TTL)
+	if err != nil {
+		return err
+	}
+	defer l.Unlock(context.WithoutCancel(ctx))
+	if err := l.KeepAlive(r.TTL); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(withFence(ctx, l.Fence()))
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-l.Lost():
+			cancel(l.Err())
+		case <-ctx.Done():
+		}
+	}()
+	defer func() { cancel(nil); <-watched }()
+	err = fn(ctx)
+	if why := l.Err(); why != nil {
+		return errors.Join(why, err)
+	}
+	return err
 }
 
 // Naive is the lock flash-sale tutorials show, on one Redis node: SETNX, then EXPIRE in a

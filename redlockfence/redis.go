@@ -1,0 +1,140 @@
+package redlockfence
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/keyslot"
+)
+
+// TokenKeyPrefix starts the name of the key that keeps a resource's highest accepted token on
+// the guarded Redis: TokenKeyPrefix + resource, a decimal string without expiry. For resource
+// "{acct}" it is "redlockfence:{acct}", in the hash slot of every key "{acct}:…".
+const TokenKeyPrefix = "redlockfence:"
+
+var (
+	//go:embed fence.lua
+	fenceLua string
+	//go:embed set.lua
+	setLua string
+
+	// prelude is fence.lua on one line, so that what follows it on that line keeps its
+	// line numbers.
+	prelude   = oneLine(fenceLua)
+	setScript = redis.NewScript(prelude + "\n" + setLua)
+)
+
+// oneLine joins the lines of a Lua source that are not comments with spaces.
+func oneLine(src string) string {
+	var code []string
+	for line := range strings.Lines(src) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "--") {
+			code = append(code, line)
+		}
+	}
+	return strings.Join(code, " ")
+}
+
+// A Redis guard checks tokens on a Redis that keeps a resource (any Redis server, cluster or
+// ring: not the lock's nodes), in the same script as the write. It is safe for concurrent
+// use.
+type Redis struct {
+	c redis.UniversalClient
+}
+
+// NewRedis returns a guard that writes through c.
+func NewRedis(c redis.UniversalClient) *Redis { return &Redis{c: c} }
+
+// Set sets key to value (a string, []byte, number, bool or encoding.BinaryMarshaler, as
+// go-redis sends them), with expiry ttl (0 for none; milliseconds, rounded up), when token is
+// not lower than the highest accepted for resource, and records token; otherwise it sets
+// nothing and returns an error wrapping ErrStale. Check and write are one script. On a Redis
+// Cluster or ring, key must be in the hash slot of TokenKeyPrefix + resource: give resource as
+// a hash tag ("{acct}") and name key after it ("{acct}:balance").
+func (r *Redis) Set(ctx context.Context, resource string, token uint64, key string, value any, ttl time.Duration) error {
+	if ttl < 0 {
+		return fmt.Errorf("redlockfence: negative ttl %v", ttl)
+	}
+	ms := (ttl + time.Millisecond - 1) / time.Millisecond
+	_, err := r.run(ctx, setScript, resource, token, []string{key}, value, int64(ms))
+	return err
+}
+
+// Eval runs script with keys and args when token is not lower than the highest accepted for
+// resource, and records token, in one script: script sees KEYS and ARGV as given here, and its
+// line numbers in error messages are its own. Eval returns script's reply as go-redis does
+// (nil for a nil reply), or for a script error an error that does not wrap ErrStale (the token
+// is then recorded all the same: like any script, it may have written before it failed). A
+// lower token runs nothing and returns an error wrapping ErrStale. On a Redis Cluster or ring,
+// every key must be in the hash slot of TokenKeyPrefix + resource, as for Set. A script that
+// starts with a "#!lua" line keeps it as its first line.
+func (r *Redis) Eval(ctx context.Context, resource string, token uint64, script string, keys []string, args ...any) (any, error) {
+	shebang := ""
+	if strings.HasPrefix(script, "#!") {
+		line, rest, _ := strings.Cut(script, "\n")
+		shebang, script = line+"\n", rest
+	}
+	// The caller's script is the body of a function that starts on prelude's line.
+	src := shebang + prelude + " local function script(...) " + script + "\nend return script(...)"
+	return r.run(ctx, redis.NewScript(src), resource, token, keys, args...)
+}
+
+// run runs s, a script that starts with the prelude, with the token's key and the token before
+// keys and args.
+func (r *Redis) run(ctx context.Context, s *redis.Script, resource string, token uint64, keys []string, args ...any) (any, error) {
+	if r == nil || r.c == nil {
+		return nil, errors.New("redlockfence: nil Redis client")
+	}
+	if err := checkArgs(resource, token, math.MaxUint64); err != nil {
+		return nil, err
+	}
+	tokenKey := TokenKeyPrefix + resource
+	if err := r.sameShard(tokenKey, keys); err != nil {
+		return nil, err
+	}
+	v, err := s.Run(ctx, r.c, append([]string{tokenKey}, keys...), append([]any{strconv.FormatUint(token, 10)}, args...)...).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		if highest, ok := strings.CutPrefix(rerr.Error(), "REDLOCKFENCE_STALE "); ok {
+			return nil, stale(resource, token, highest)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redlockfence: resource %q: %w", resource, err)
+	}
+	return v, nil
+}
+
+// sameShard checks, on a client that places keys by their hash slot (a cluster) or by their
+// hash tag (a ring), that every key is where the token's key is: a script runs on one shard.
+func (r *Redis) sameShard(tokenKey string, keys []string) error {
+	var same func(k string) bool
+	switch r.c.(type) {
+	case *redis.ClusterClient:
+		slot := keyslot.Of(tokenKey)
+		same = func(k string) bool { return keyslot.Of(k) == slot }
+	case *redis.Ring:
+		tag := keyslot.Hashed(tokenKey)
+		same = func(k string) bool { return keyslot.Hashed(k) == tag }
+	default:
+		return nil
+	}
+	for _, k := range keys {
+		if !same(k) {
+			return fmt.Errorf("redlockfence: key %q is not in the hash slot of %q, which keeps the resource's token: "+
+				"give the resource as a hash tag (\"{acct}\") and put it in the key's name (\"{acct}:balance\")", k, tokenKey)
+		}
+	}
+	return nil
+}
