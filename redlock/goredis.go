@@ -32,7 +32,7 @@ func newGoredisNode(u redis.UniversalClient, timeout time.Duration) *goredisNode
 	switch u := u.(type) {
 	case *redis.Client:
 		b := &batcher{node: u}
-		return &goredisNode{addr: u.Options().Addr, send: b.process, sub: u.WithTimeout(timeout)}
+		return &goredisNode{addr: u.Options().Addr, send: new(refusals).send(b.process, timeout), sub: u.WithTimeout(timeout)}
 	case *redis.ClusterClient:
 		return &goredisNode{addr: strings.Join(u.Options().Addrs, ","), send: u.Process, sub: u}
 	}
