@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest/faketime"
 )
 
 // Real is the backend of real servers: every node is a redis-server process that the run starts
@@ -62,39 +64,13 @@ func (b Real) Check(scs ...Scenario) (Real, error) {
 	return b, nil
 }
 
-// faketimeGlobs are where distributions install libfaketime.
-var faketimeGlobs = []string{
-	"/usr/lib/*/faketime/libfaketime.so.1",
-	"/usr/lib/faketime/libfaketime.so.1",
-	"/usr/lib64/faketime/libfaketime.so.1",
-	"/usr/local/lib/faketime/libfaketime.so.1",
-}
-
 // FindFaketime returns the path of libfaketime's library, or an error saying what to install.
 func FindFaketime() (string, error) {
-	for _, g := range faketimeGlobs {
-		if m, _ := filepath.Glob(g); len(m) > 0 {
-			return m[0], nil
-		}
+	lib, err := faketime.Find()
+	if err != nil {
+		return "", errors.New("simulate: libfaketime not found (" + InstallHint + ")")
 	}
-	return "", errors.New("simulate: libfaketime not found (" + InstallHint + ")")
-}
-
-// mallocDebug returns glibc's libc_malloc_debug beside libfaketime, "" when there is none.
-// Loaded before libfaketime, it gives the server glibc's malloc: Debian's redis-server links
-// jemalloc, whose start-up reads the clock while libfaketime is still starting, and libfaketime
-// 0.9.10 then gives up and the server dies at once.
-func mallocDebug(faketime string) string {
-	for _, p := range []string{
-		filepath.Join(filepath.Dir(filepath.Dir(faketime)), "libc_malloc_debug.so.0"),
-		"/lib64/libc_malloc_debug.so.0",
-		"/usr/lib64/libc_malloc_debug.so.0",
-	} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
+	return lib, nil
 }
 
 func (b Real) newNode(name string, start time.Time, sc Scenario) *node {
@@ -189,12 +165,7 @@ func (s *realServer) launch(ctx context.Context, role string, port int, extra ..
 	var env []string
 	if s.clocks {
 		p.clockFile = filepath.Join(p.dir, "faketime")
-		preload := s.faketime
-		if md := mallocDebug(s.faketime); md != "" {
-			preload = md + " " + preload
-		}
-		env = append(os.Environ(), "LD_PRELOAD="+preload, "FAKETIME_TIMESTAMP_FILE="+p.clockFile,
-			"FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1")
+		env = faketime.Env(os.Environ(), s.faketime, p.clockFile)
 	}
 	var err error
 	for try := range 20 {

@@ -79,6 +79,10 @@ type Server struct {
 	dir  string
 	// user and pass log the readiness check in, for servers that require an ACL user.
 	user, pass string
+	// env is the process's environment, nil for this process's; clockFile is libfaketime's
+	// setting with StartFaketime, "" without.
+	env       []string
+	clockFile string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -164,6 +168,7 @@ func (s *Server) start() error {
 		"--save", "", "--appendonly", "no", "--protected-mode", "no", "--daemonize", "no",
 	}, s.args...)
 	cmd := exec.Command("redis-server", args...)
+	cmd.Env = s.env
 	out := new(bytes.Buffer)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
