@@ -44,7 +44,7 @@ type Finding struct {
 // A Checkup is what Client.Check found.
 type Checkup struct {
 	Verdict  Verdict   // the worst of the findings'
-	Findings []Finding // node by node in node order, each node's checks in the order above, then the whole set's
+	Findings []Finding // node by node, each node's in the order Finding.Check lists the checks, then the whole set's
 }
 
 // The checks' names, as Finding.Check gives them.
