@@ -159,9 +159,7 @@ func TestCheckEviction(t *testing.T) {
 func TestCheckClock(t *testing.T) {
 	t.Parallel()
 	ss := redistest.StartN(t, 3)
-	fast, ahead := redistest.StartFaketime(t), redistest.StartFaketime(t)
-	fast.SetClock(t, 0, 1.05)
-	ahead.SetClock(t, time.Hour, 1)
+	fast, ahead := redistest.StartRate(t, 1.05), redistest.StartOffset(t, time.Hour)
 	up := checkup(t, 2*time.Second, []string{ss[0].Addr, fast.Addr, ss[1].Addr, ahead.Addr, ss[2].Addr})
 	expect(t, up, 1, "clock", redlock.Fail, "% fast (±", "beyond the drift factor 1.00%", "expires lock keys early")
 	expect(t, up, 3, "clock", redlock.Warn, "its clock is 1h0m0s ahead of the median", "fencing", "but not two: set its time right")

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest/faketime"
+	"github.com/quorumlock/redlock/internal/faketime"
 )
 
 // A proc is one redis-server process.

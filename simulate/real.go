@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest/faketime"
+	"github.com/quorumlock/redlock/internal/faketime"
 )
 
 // Real is the backend of real servers: every node is a redis-server process that the run starts
@@ -68,7 +67,7 @@ func (b Real) Check(scs ...Scenario) (Real, error) {
 func FindFaketime() (string, error) {
 	lib, err := faketime.Find()
 	if err != nil {
-		return "", errors.New("simulate: libfaketime not found (" + InstallHint + ")")
+		return "", fmt.Errorf("simulate: %w", err)
 	}
 	return lib, nil
 }
@@ -165,7 +164,7 @@ func (s *realServer) launch(ctx context.Context, role string, port int, extra ..
 	var env []string
 	if s.clocks {
 		p.clockFile = filepath.Join(p.dir, "faketime")
-		env = faketime.Env(os.Environ(), s.faketime, p.clockFile)
+		env = faketime.Env(s.faketime, p.clockFile)
 	}
 	var err error
 	for try := range 20 {

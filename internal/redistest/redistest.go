@@ -77,12 +77,9 @@ type Server struct {
 	Addr string
 	args []string
 	dir  string
+	env  []string // the process's environment, nil for this process's
 	// user and pass log the readiness check in, for servers that require an ACL user.
 	user, pass string
-	// env is the process's environment, nil for this process's; clockFile is libfaketime's
-	// setting with StartFaketime, "" without.
-	env       []string
-	clockFile string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -94,14 +91,19 @@ type Server struct {
 func Require(t testing.TB) string {
 	t.Helper()
 	path, err := exec.LookPath("redis-server")
-	if err == nil {
-		return path
+	if err != nil {
+		require(t, fmt.Errorf("redis-server not found (apt-get install -y redis-server): %w", err))
 	}
+	return path
+}
+
+// require fails t for want of what err names when the run must have it, and skips it elsewhere.
+func require(t testing.TB, err error) {
+	t.Helper()
 	if os.Getenv("CI") == "true" || os.Getenv("REDLOCK_REQUIRE_REDIS") != "" {
-		t.Fatalf("redis-server is required here but not installed (apt-get install -y redis-server): %v", err)
+		t.Fatalf("required here but missing: %v", err)
 	}
-	t.Skipf("redis-server not installed: %v", err)
-	return ""
+	t.Skipf("missing: %v", err)
 }
 
 // Start starts a redis-server on a free loopback port, without persistence unless args ask for
