@@ -41,7 +41,7 @@ simulate: ## run the simulator's scenario catalog in real time (no servers neede
 simulate-real: ## the same catalog on redis-server processes with real faults (needs redis-server and faketime)
 	$(GO) run ./cmd/redlock simulate -backend real
 
-bench-check: ## vet and compile the bench module (its own go.mod) and run its tests: the delay proxy (delays, lost replies), redsync's exclusion with redlock on one key, benchreport's round-by-round targets; runs no benchmark
+bench-check: ## vet and compile the bench module (its own go.mod) and run its tests: redsync's exclusion with redlock on one key, benchreport's round-by-round targets; runs no benchmark
 	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 bench: ## benchmarks beside redsync and redislock in interleaved rounds; writes bench/BENCHMARKS.md (~11 min: 8 rounds of ~80 s, half of each the gray-failure case)

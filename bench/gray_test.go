@@ -3,6 +3,8 @@ package bench
 import (
 	"testing"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest/delayproxy"
 )
 
 // Case 6's setting, from the issue "Gray failure: the lock keeps moving when two of five nodes
@@ -11,27 +13,27 @@ const (
 	grayTTL    = time.Second
 	grayWindow = 4 * time.Second // several ttls: a stall of 1.5-2.4 s fits in it whole
 	grayFaulty = 2               // the last two of the five nodes
-	grayDrop   = 0.02            // the share of replies lost (see fault)
+	grayDrop   = 0.02            // the share of replies lost (see delayproxy.Fault)
 )
 
-var grayDelay = fault{minDelay: 20 * time.Millisecond, maxDelay: 80 * time.Millisecond}
+var grayDelay = delayproxy.Fault{MinDelay: 20 * time.Millisecond, MaxDelay: 80 * time.Millisecond}
 
 // grayFaults are the variants of case 6: what the proxies in front of the faulty nodes do to
 // their replies. Requests pass at once.
 var grayFaults = []struct {
 	name    string
-	replies fault
+	replies delayproxy.Fault
 }{
-	{"none", fault{}},
+	{"none", delayproxy.Fault{}},
 	{"slow", grayDelay},
-	{"slow+drops", fault{minDelay: grayDelay.minDelay, maxDelay: grayDelay.maxDelay, drop: grayDrop}},
+	{"slow+drops", delayproxy.Fault{MinDelay: grayDelay.MinDelay, MaxDelay: grayDelay.MaxDelay, Drop: grayDrop}},
 }
 
 // 6. Gray failure: 8 Clients, each over go-redis clients of its own (BenchmarkContended's
 // clients=8), take one key with a ttl of 1 s for one window, on five nodes of which the last
 // two are reached through in-process proxies. With faults=none the proxies only forward (the
 // baseline: the same hops, no faults); slow holds each reply 20-80 ms; slow+drops also loses
-// 2 % of the replies, each silently stalling its connection (see fault). Reported as
+// 2 % of the replies, each silently stalling its connection (see delayproxy.Fault). Reported as
 // BenchmarkContended reports (no-holder-max-us, the longest time nobody held the key,
 // included), plus lost-replies, how many the proxies lost. When the window closes the
 // proxies heal and cut their connections, so that calls stuck on a lost reply (go-redis waits
@@ -58,14 +60,14 @@ func BenchmarkGrayFailure(b *testing.B) {
 					}()
 					heal := func() {
 						for _, p := range proxies {
-							p.heal()
+							p.Heal()
 						}
 					}
 					contended(b, ls, grayWindow, heal)
 					var lost int64
 					for _, p := range proxies {
-						lost += p.stalls.Load()
-						if n := p.unframed.Load(); n > 0 {
+						lost += p.Stalls()
+						if n := p.Unframed(); n > 0 {
 							b.Fatalf("a proxy could not read %d of its connections as RESP: it lost nothing there", n)
 						}
 					}
@@ -80,12 +82,12 @@ func BenchmarkGrayFailure(b *testing.B) {
 // of their own that do f to replies, and the proxies. The proxies close when b ends, after
 // the clients made later. Each proxy's seed is its node's index, so that every variant and
 // library meets the same random draws in the same order of connections.
-func grayAddrs(b *testing.B, f fault) ([]string, []*delayProxy) {
+func grayAddrs(b *testing.B, f delayproxy.Fault) ([]string, []*delayproxy.Proxy) {
 	b.Helper()
 	as := addrs(b, 5, false)
-	var proxies []*delayProxy
+	var proxies []*delayproxy.Proxy
 	for i := len(as) - grayFaulty; i < len(as); i++ {
-		p, err := startProxy(as[i], proxyConfig{replies: f, seed: uint64(i)})
+		p, err := delayproxy.Start(as[i], delayproxy.Config{Replies: f, Seed: uint64(i)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/redistest/delayproxy"
 )
 
 const (
@@ -31,7 +32,7 @@ var env struct {
 	err     error
 	dir     string
 	servers []*redistest.Server
-	proxy   *delayProxy
+	proxy   *delayproxy.Proxy
 }
 
 func TestMain(m *testing.M) {
@@ -57,7 +58,7 @@ func startEnv() {
 		}
 		env.servers = append(env.servers, s)
 	}
-	env.proxy, env.err = startDelayProxy(env.servers[0].Addr, slowDelay)
+	env.proxy, env.err = delayproxy.StartDelay(env.servers[0].Addr, slowDelay)
 }
 
 func stopEnv() {

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -26,7 +27,7 @@ type goredisNode struct {
 	sub  redis.UniversalClient // where Listen subscribes
 }
 
-var _ Node = (*goredisNode)(nil)
+var _ Commander = (*goredisNode)(nil)
 
 func newGoredisNode(u redis.UniversalClient, timeout time.Duration) *goredisNode {
 	switch u := u.(type) {
@@ -86,6 +87,43 @@ func (n *goredisNode) eval(ctx context.Context, a []any) (any, error) {
 		return nil, err
 	}
 	return cmd.Val(), nil
+}
+
+// Command sends args once to the node's server; a client of a whole Redis Cluster has none.
+func (n *goredisNode) Command(ctx context.Context, args ...string) (any, error) {
+	return n.command(ctx, "", args)
+}
+
+// command sends args once; on a Redis Cluster, to the master that serves the slot of
+// slotKey (a vote's tag), and with slotKey "" not at all (errors.ErrUnsupported), nor on a
+// ring of shards.
+func (n *goredisNode) command(ctx context.Context, slotKey string, args []string) (any, error) {
+	send := n.send
+	switch u := n.sub.(type) {
+	case *redis.ClusterClient:
+		if slotKey == "" {
+			return nil, fmt.Errorf("redlock: a command to one server of a cluster client: %w", errors.ErrUnsupported)
+		}
+		m, err := u.MasterForKey(ctx, slotKey)
+		if err != nil {
+			return nil, err
+		}
+		send = m.Process
+	case *redis.Ring:
+		return nil, fmt.Errorf("redlock: a command to one server of a ring client: %w", errors.ErrUnsupported)
+	}
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	cmd := once{redis.NewCmd(ctx, a...)}
+	switch err := send(ctx, cmd); {
+	case errors.Is(err, redis.Nil):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return flat(cmd.Val()), nil
 }
 
 func (n *goredisNode) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {

@@ -24,7 +24,8 @@ type NewNode func(t *testing.T, addr string) redlock.Node
 // RunNode checks the Node contract call by call on redis-server processes it starts: Eval's
 // replies as int64, string, []any and nil, its NOSCRIPT fallback and the server's error text;
 // SetNX; Listen's ready, delivery and return when its context ends or its connection is killed;
-// every call ending by its context's deadline on a stopped server; String naming the address.
+// every call ending by its context's deadline on a stopped server; String naming the address;
+// and for a redlock.Commander, Command's replies, maps included, and the server's error text.
 func RunNode(t *testing.T, newNode NewNode) {
 	t.Helper()
 	s := redistest.Start(t)
@@ -39,6 +40,7 @@ func RunNode(t *testing.T, newNode NewNode) {
 		{"listen-killed", listenKilled},
 		{"deadline", callDeadline},
 		{"string", nodeString},
+		{"command", command},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, s, newNode) })
 	}
@@ -253,6 +255,14 @@ func callDeadline(t *testing.T, s *redistest.Server, newNode NewNode) {
 		{"Listen", func(ctx context.Context) error {
 			return n.Listen(ctx, []string{"stopped"}, func() {}, func(string, string) {})
 		}},
+		{"Command", func(ctx context.Context) error {
+			cmd, ok := n.(redlock.Commander)
+			if !ok {
+				return errors.New("no Commander")
+			}
+			_, err := cmd.Command(ctx, "TIME")
+			return err
+		}},
 	} {
 		for i := range 2 { // the second on a connection the first may have broken
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -278,5 +288,40 @@ func nodeString(t *testing.T, s *redistest.Server, newNode NewNode) {
 	str, ok := n.(fmt.Stringer)
 	if !ok || !strings.Contains(str.String(), s.Addr) {
 		t.Fatalf("the node has no String method naming its address %s (%T)", s.Addr, n)
+	}
+}
+
+// Command returns each shape of reply as Eval does, a map as a list of keys and values, nil for
+// a nil reply, and the server's error text; the node is a Commander, or RunNode says so.
+func command(t *testing.T, s *redistest.Server, newNode NewNode) {
+	ctx := deadline(t)
+	n, ok := newNode(t, s.Addr).(redlock.Commander)
+	if !ok {
+		t.Skip("not a redlock.Commander: Client.Check checks it only through scripts")
+	}
+	for _, c := range []struct {
+		args []string
+		want func(any) bool
+	}{
+		{[]string{"SET", "command", "v"}, func(v any) bool { return v == "OK" }},
+		{[]string{"GET", "command"}, func(v any) bool { return v == "v" }},
+		{[]string{"GET", "absent"}, func(v any) bool { return v == nil }},
+		{[]string{"INCR", "counter"}, func(v any) bool { _, ok := v.(int64); return ok }},
+		{[]string{"CONFIG", "GET", "maxmemory-policy"}, func(v any) bool {
+			return reflect.DeepEqual(v, []any{"maxmemory-policy", "noeviction"})
+		}},
+		{[]string{"TIME"}, func(v any) bool { a, ok := v.([]any); return ok && len(a) == 2 }},
+		{[]string{"COMMAND", "INFO", "GET", "NOSUCHCOMMAND"}, func(v any) bool {
+			a, ok := v.([]any)
+			return ok && len(a) == 2 && a[0] != nil && a[1] == nil
+		}},
+		{[]string{"INFO", "server"}, func(v any) bool { s, ok := v.(string); return ok && strings.Contains(s, "run_id:") }},
+	} {
+		if v, err := n.Command(ctx, c.args...); err != nil || !c.want(v) {
+			t.Errorf("Command(%q) = %#v, %v", c.args, v, err)
+		}
+	}
+	if _, err := n.Command(ctx, "NOSUCHCOMMAND"); err == nil || !strings.Contains(err.Error(), "unknown command") {
+		t.Errorf("Command of an unknown command: %v, want the server's error text", err)
 	}
 }

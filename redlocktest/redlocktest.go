@@ -10,7 +10,7 @@
 // node stopped with SIGSTOP and a slow node (both decided without them), Close's bound with a
 // node stopped, the servers' error replies (READONLY, NOPERM) named, and replies of the wrong
 // shape, with a count of the commands each refusing server received, which a client that
-// resends a command fails. RunNode checks the Node contract call by call, for an adapter's own
+// resends a command fails, and Client.Check reading every node. RunNode checks the Node contract call by call, for an adapter's own
 // tests. Both need redis-server (7 or later) on the PATH: without it they skip, or fail when
 // REDLOCK_REQUIRE_REDIS is set or CI=true.
 //

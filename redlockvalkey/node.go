@@ -49,7 +49,7 @@ type node struct {
 	cluster bool // a script's keys must then share a hash slot
 }
 
-var _ redlock.Node = (*node)(nil)
+var _ redlock.Commander = (*node)(nil)
 
 // Node returns client as a node of a redlock Client, for redlock.NewNodes. A cluster client is
 // one node (one vote): every key of a lock on it lives in the lock key's hash slot. The node
@@ -127,6 +127,53 @@ func (n *node) setNX(ctx context.Context, key, value string, ttl time.Duration) 
 		return false, err
 	}
 	return true, nil
+}
+
+// Command sends args, a command and its arguments, once, for redlock.Client.Check. On a
+// cluster client it fails with errors.ErrUnsupported: valkey-go sends a command without keys to a
+// node of its choosing, and Check wants one server's answers.
+func (n *node) Command(ctx context.Context, args ...string) (any, error) {
+	switch {
+	case n.cluster:
+		return nil, fmt.Errorf("redlockvalkey: a command to one server of a cluster client: %w", errors.ErrUnsupported)
+	case len(args) == 0 || args[0] == "" || strings.HasSuffix(strings.ToUpper(args[0]), "SUBSCRIBE"):
+		// valkey-go would panic building such a command.
+		return nil, fmt.Errorf("redlockvalkey: %q is no command to send (none, or a subscription)", args)
+	}
+	return byDeadline(ctx, func(ctx context.Context) (any, error) {
+		c := n.client
+		ctx, done := inOrder(ctx)
+		defer done.release()
+		v, err := c.Do(ctx, c.B().Arbitrary(args...).Build()).ToAny()
+		err = done.why(err)
+		switch {
+		case valkey.IsValkeyNil(err):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		return flat(v), nil
+	})
+}
+
+// flat turns every map in a reply (RESP3) into a []any of its keys and values in turn, keys in
+// order, as redlock.Commander says.
+func flat(v any) any {
+	switch v := v.(type) {
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = flat(e)
+		}
+		return out
+	case map[string]any:
+		out := make([]any, 0, 2*len(v))
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			out = append(out, k, flat(v[k]))
+		}
+		return out
+	}
+	return v
 }
 
 // byDeadline runs call and returns by ctx's end whatever call does: the client cannot end the

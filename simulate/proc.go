@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/faketime"
 )
 
 // A proc is one redis-server process.
@@ -79,13 +80,9 @@ func (p *proc) setClock(clock *skew) error {
 	}
 	clock.mu.Lock()
 	off := clock.base.Sub(clock.since) + time.Duration((clock.rate-1)*float64(p.began.Sub(clock.since)))
-	setting := fmt.Sprintf("%+.6f x%.6f\n", off.Seconds(), clock.rate)
+	rate := clock.rate
 	clock.mu.Unlock()
-	tmp := p.clockFile + ".new"
-	if err := os.WriteFile(tmp, []byte(setting), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p.clockFile) // the server reads the whole file or the old one
+	return faketime.Set(p.clockFile, off, rate)
 }
 
 // kill ends the process and any child it forked, and waits for it.

@@ -1,7 +1,8 @@
 // Command redlock is the command-line front of the redlock library: run the failure scenarios
 // against in-memory Redis nodes (simulate), run a command under a lock held across independent
-// Redis masters (exec), run a command while leading an election on them (elect), and look at a
-// lock on every node or at an election's leader (status).
+// Redis masters (exec), run a command while leading an election on them (elect), look at a
+// lock on every node or at an election's leader (status), and check the nodes against the
+// assumptions the lock rests on (doctor).
 package main
 
 import (
@@ -30,6 +31,7 @@ commands:
   exec      run a command while holding a lock across Redis masters
   status    show a lock on every node and whether a quorum holds it, or an election's leader
   elect     run a command while leading an election, or watch who leads
+  doctor    check the nodes against every assumption the lock's guarantee rests on
 
 Run "redlock <command> -h" for a command's flags.
 `
@@ -48,6 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runStatus(ctx, args[1:], stdout, stderr)
 	case "elect":
 		return runElect(ctx, args[1:], stdout, stderr)
+	case "doctor":
+		return runDoctor(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -57,13 +57,15 @@ func TestHelpListsEveryExitStatus(t *testing.T) {
 }
 
 // execStatuses are the exit statuses of redlock exec besides the command's own; electStatuses
-// those of redlock elect, 0 for --observe.
+// those of redlock elect, 0 for --observe; doctorStatuses all those of redlock doctor.
 var (
-	execStatuses  = []int{exitUsage, exitSoftware, exitTempFail, exitNoPerm, exitNoExec, exitNotFound}
-	electStatuses = append([]int{0}, execStatuses...)
+	execStatuses   = []int{exitUsage, exitSoftware, exitTempFail, exitNoPerm, exitNoExec, exitNotFound}
+	electStatuses  = append([]int{0}, execStatuses...)
+	doctorStatuses = []int{0, 1, exitUsage, exitTempFail, exitNoPerm}
 )
 
-// docs/cli.md lists the same exit statuses as the usage, for exec and for status.
+// docs/cli.md lists the same exit statuses as the usage, for exec, elect and doctor, and
+// status's.
 func TestDocsListTheExitStatuses(t *testing.T) {
 	b, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
@@ -73,12 +75,13 @@ func TestDocsListTheExitStatuses(t *testing.T) {
 	_, execPart, _ := strings.Cut(doc, "## `redlock exec`")
 	execPart, statusPart, _ := strings.Cut(execPart, "## `redlock status`")
 	statusPart, electPart, _ := strings.Cut(statusPart, "## `redlock elect`")
+	electPart, doctorPart, _ := strings.Cut(electPart, "## `redlock doctor`")
 	row := regexp.MustCompile(`(?m)^\| (\d+)[ |(]`)
 	for _, part := range []struct {
 		name     string
 		text     string
 		statuses []int
-	}{{"exec", execPart, execStatuses}, {"elect", electPart, electStatuses}} {
+	}{{"exec", execPart, execStatuses}, {"elect", electPart, electStatuses}, {"doctor", doctorPart, doctorStatuses}} {
 		var listed []int
 		for _, m := range row.FindAllStringSubmatch(part.text, -1) {
 			n, _ := strconv.Atoi(m[1])

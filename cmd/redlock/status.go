@@ -115,6 +115,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	cs := clients(nodes)
 	defer closeClients(cs)
+	defer s.diagnose(ctx, cs, stderr) // after the status, and before the clients close
 	if s.election != "" {
 		return s.showLeader(ctx, nodes, cs, stdout, stderr)
 	}
@@ -161,7 +162,8 @@ and the time its term has left, or "no leader"; -json prints {"value": V, "term"
 RFC 3339}, value "" and term 0 for no leader. Exit status 0 with a leader or none, 1 when too
 few nodes answered to tell (nothing is printed on stdout then).
 
-It only reads. Exit status 2 for bad flags.
+It only reads. When a check of redlock doctor fails on the nodes (read for 300ms), its
+one-line summary follows on stderr. Exit status 2 for bad flags.
 
 `
 

@@ -1,4 +1,4 @@
-package bench
+package delayproxy
 
 import (
 	"bytes"
@@ -155,15 +155,15 @@ func TestLoss(t *testing.T) {
 
 func TestFaultDelay(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	if d := (fault{minDelay: 5 * time.Millisecond, maxDelay: 5 * time.Millisecond}).delay(rng); d != 5*time.Millisecond {
+	if d := (Fault{MinDelay: 5 * time.Millisecond, MaxDelay: 5 * time.Millisecond}).delay(rng); d != 5*time.Millisecond {
 		t.Fatalf("fixed delay drew %v", d)
 	}
-	f := fault{minDelay: 20 * time.Millisecond, maxDelay: 80 * time.Millisecond}
+	f := Fault{MinDelay: 20 * time.Millisecond, MaxDelay: 80 * time.Millisecond}
 	seen := map[time.Duration]bool{}
 	for range 1000 {
 		d := f.delay(rng)
-		if d < f.minDelay || d > f.maxDelay {
-			t.Fatalf("drew %v, outside [%v, %v]", d, f.minDelay, f.maxDelay)
+		if d < f.MinDelay || d > f.MaxDelay {
+			t.Fatalf("drew %v, outside [%v, %v]", d, f.MinDelay, f.MaxDelay)
 		}
 		seen[d] = true
 	}

@@ -1,4 +1,7 @@
-package bench
+// Package delayproxy is a TCP proxy for tests and benchmarks that puts a node at a distance:
+// it delays the bytes of each direction, and can lose a direction's RESP values, as a slow or
+// lossy network path does.
+package delayproxy
 
 import (
 	"math/rand/v2"
@@ -8,20 +11,20 @@ import (
 	"time"
 )
 
-// A delayProxy listens on a loopback port and forwards every connection to one target,
+// A Proxy listens on a loopback port and forwards every connection to one target,
 // holding the bytes of each direction for a delay before passing them on, in the order they
-// came, and optionally losing the replies of some commands (see fault). It keeps a bounded
+// came, and optionally losing the replies of some commands (see Fault). It keeps a bounded
 // number of buffers per direction, so a stalled reader slows the writer down instead of
 // growing memory. Close stops every goroutine it started.
-type delayProxy struct {
+type Proxy struct {
 	ln     net.Listener
 	target string
-	cfg    proxyConfig
+	cfg    Config
 	seq    uint64 // connections accepted, numbering their random streams; accept's own
 
 	stalls   atomic.Int64 // directions that lost a value and deliver nothing since
 	unframed atomic.Int64 // directions that lose nothing because their bytes were not RESP
-	healed   atomic.Bool  // faults are over (see heal)
+	healed   atomic.Bool  // faults are over (see Heal)
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -29,26 +32,26 @@ type delayProxy struct {
 	wg     sync.WaitGroup
 }
 
-// A proxyConfig says what the proxy does to each direction of every connection.
-type proxyConfig struct {
-	requests fault // client to node
-	replies  fault // node to client
-	// seed seeds the random delays and losses, each from a stream of its own so that where
+// A Config says what the proxy does to each direction of every connection.
+type Config struct {
+	Requests Fault // client to node
+	Replies  Fault // node to client
+	// Seed seeds the random delays and losses, each from a stream of its own so that where
 	// values are lost does not depend on how the bytes came in chunks: connection i (in the
 	// order accepted) draws the delays of direction d (0 requests, 1 replies) from
 	// PCG(seed, 4i+2d) and its losses from PCG(seed, 4i+2d+1).
-	seed uint64
+	Seed uint64
 }
 
-// A fault is what the proxy does to the bytes of one direction.
+// A Fault is what the proxy does to the bytes of one direction.
 //
 // Each chunk (what one read of the source returned: a reply, or a pipeline's replies, when
-// the client waits for them) is held for a delay drawn uniformly from [minDelay, maxDelay].
+// the client waits for them) is held for a delay drawn uniformly from [MinDelay, MaxDelay].
 // Chunks keep their order, as TCP's bytes do, so a chunk whose delay is shorter than the
 // one before it waits for that one.
 //
-// With drop > 0 the direction is read as RESP, and each whole value (a reply, or a pub/sub
-// message) is lost with probability drop; from then on nothing more of that direction is
+// With Drop > 0 the direction is read as RESP, and each whole value (a reply, or a pub/sub
+// message) is lost with probability Drop; from then on nothing more of that direction is
 // delivered, while the connection stays open and the other direction still passes. A lost
 // value rather than lost bytes: bytes cut out of a RESP stream leave the client a stream it
 // cannot parse (a protocol error, which go-redis answers at once by closing the connection:
@@ -59,17 +62,17 @@ type proxyConfig struct {
 // their order alone (pipelines included). For a command this is a lost reply: go-redis
 // waits out its read timeout (3 s by default), then discards the connection and dials
 // another. A pub/sub connection stays silent until its client notices.
-type fault struct {
-	minDelay, maxDelay time.Duration
-	drop               float64
+type Fault struct {
+	MinDelay, MaxDelay time.Duration
+	Drop               float64
 }
 
 // delay draws one chunk's delay.
-func (f fault) delay(rng *rand.Rand) time.Duration {
-	if f.maxDelay <= f.minDelay {
-		return f.minDelay
+func (f Fault) delay(rng *rand.Rand) time.Duration {
+	if f.MaxDelay <= f.MinDelay {
+		return f.MinDelay
 	}
-	return f.minDelay + time.Duration(rng.Int64N(int64(f.maxDelay-f.minDelay)+1))
+	return f.MinDelay + time.Duration(rng.Int64N(int64(f.MaxDelay-f.MinDelay)+1))
 }
 
 const (
@@ -77,26 +80,34 @@ const (
 	proxyBufSize = 16 << 10 // bytes per buffer
 )
 
-// startDelayProxy starts a proxy that holds the bytes of both directions for delay.
-func startDelayProxy(target string, delay time.Duration) (*delayProxy, error) {
-	each := fault{minDelay: delay, maxDelay: delay}
-	return startProxy(target, proxyConfig{requests: each, replies: each})
+// StartDelay starts a proxy that holds the bytes of both directions for delay.
+func StartDelay(target string, delay time.Duration) (*Proxy, error) {
+	each := Fault{MinDelay: delay, MaxDelay: delay}
+	return Start(target, Config{Requests: each, Replies: each})
 }
 
-func startProxy(target string, cfg proxyConfig) (*delayProxy, error) {
+// Start starts a proxy to target that does to the bytes what cfg says; Close stops it.
+func Start(target string, cfg Config) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &delayProxy{ln: ln, target: target, cfg: cfg, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, cfg: cfg, conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	return p, nil
 }
 
-func (p *delayProxy) Addr() string { return p.ln.Addr().String() }
+// Addr is where the proxy listens: connect to it instead of the target.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Stalls counts the directions that lost a value and have delivered nothing since.
+func (p *Proxy) Stalls() int64 { return p.stalls.Load() }
+
+// Unframed counts the directions that lose nothing because their bytes were not RESP.
+func (p *Proxy) Unframed() int64 { return p.unframed.Load() }
 
 // Close stops accepting, cuts every connection and waits for the proxy's goroutines.
-func (p *delayProxy) Close() {
+func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
 	for c := range p.conns {
@@ -107,10 +118,10 @@ func (p *delayProxy) Close() {
 	p.wg.Wait()
 }
 
-// heal ends the faults: from now on every direction passes its bytes at once, and every
+// Heal ends the faults: from now on every direction passes its bytes at once, and every
 // connection open now is closed (a stalled one cannot recover the bytes it lost), so that
 // calls waiting on it fail and go-redis dials again. The proxy goes on accepting.
-func (p *delayProxy) heal() {
+func (p *Proxy) Heal() {
 	p.healed.Store(true)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -120,7 +131,7 @@ func (p *delayProxy) heal() {
 }
 
 // track registers c to be closed by Close; it reports false (and closes c) once closed.
-func (p *delayProxy) track(c net.Conn) bool {
+func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -131,14 +142,14 @@ func (p *delayProxy) track(c net.Conn) bool {
 	return true
 }
 
-func (p *delayProxy) untrack(c net.Conn) {
+func (p *Proxy) untrack(c net.Conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
 	p.mu.Unlock()
 	c.Close()
 }
 
-func (p *delayProxy) accept() {
+func (p *Proxy) accept() {
 	for {
 		client, err := p.ln.Accept()
 		if err != nil {
@@ -147,31 +158,31 @@ func (p *delayProxy) accept() {
 		if !p.track(client) {
 			return
 		}
-		requests, replies := p.direction(p.cfg.requests, p.seq, 0), p.direction(p.cfg.replies, p.seq, 1)
+		requests, replies := p.direction(p.cfg.Requests, p.seq, 0), p.direction(p.cfg.Replies, p.seq, 1)
 		p.seq++
 		p.wg.Go(func() { p.serve(client, requests, replies) })
 	}
 }
 
 // A direction is one way through a connection: what it does to the bytes, and its random
-// streams (see proxyConfig.seed).
+// streams (see Config.seed).
 type direction struct {
-	fault
+	Fault
 	delays *rand.Rand
 	lose   *loss // nil when the fault loses nothing
 }
 
 // direction returns direction d (0 requests, 1 replies) of connection i.
-func (p *delayProxy) direction(f fault, i, d uint64) direction {
-	dir := direction{fault: f, delays: rand.New(rand.NewPCG(p.cfg.seed, 4*i+2*d))}
-	if f.drop > 0 {
-		dir.lose = &loss{p: f.drop, rng: rand.New(rand.NewPCG(p.cfg.seed, 4*i+2*d+1))}
+func (p *Proxy) direction(f Fault, i, d uint64) direction {
+	dir := direction{Fault: f, delays: rand.New(rand.NewPCG(p.cfg.Seed, 4*i+2*d))}
+	if f.Drop > 0 {
+		dir.lose = &loss{p: f.Drop, rng: rand.New(rand.NewPCG(p.cfg.Seed, 4*i+2*d+1))}
 	}
 	return dir
 }
 
 // serve pumps one connection both ways until either side ends, then closes both.
-func (p *delayProxy) serve(client net.Conn, requests, replies direction) {
+func (p *Proxy) serve(client net.Conn, requests, replies direction) {
 	defer p.untrack(client)
 	server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
 	if err != nil {
@@ -204,7 +215,7 @@ type chunk struct {
 // pipe copies src to dst as dir says, each read delivered the delay it drew after it was
 // read, less what dir loses. A reader goroutine stamps chunks; this goroutine writes them
 // when due. Both end when done closes or either side fails, and stop is called on the way out.
-func (p *delayProxy) pipe(dst, src net.Conn, dir direction, done chan struct{}, stop func()) {
+func (p *Proxy) pipe(dst, src net.Conn, dir direction, done chan struct{}, stop func()) {
 	free := make(chan []byte, proxyBuffers)
 	for range proxyBuffers {
 		free <- make([]byte, proxyBufSize)
@@ -265,7 +276,7 @@ func (p *delayProxy) pipe(dst, src net.Conn, dir direction, done chan struct{}, 
 }
 
 // keep passes b through l and counts what happened to its direction.
-func (p *delayProxy) keep(l *loss, b []byte) []byte {
+func (p *Proxy) keep(l *loss, b []byte) []byte {
 	stalled, broken := l.stalled, l.broken
 	b = l.keep(b)
 	if l.stalled && !stalled {

@@ -1,4 +1,4 @@
-package bench
+package delayproxy
 
 import (
 	"bufio"
@@ -40,7 +40,7 @@ func TestDelayProxy(t *testing.T) {
 	})
 
 	const delay = 10 * time.Millisecond
-	p, err := startDelayProxy(ln.Addr().String(), delay)
+	p, err := StartDelay(ln.Addr().String(), delay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +108,8 @@ func TestLossyProxy(t *testing.T) {
 		}
 	})
 
-	cfg := proxyConfig{replies: fault{minDelay: time.Millisecond, maxDelay: 5 * time.Millisecond, drop: 0.1}, seed: 7}
-	p, err := startProxy(ln.Addr().String(), cfg)
+	cfg := Config{Replies: Fault{MinDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, Drop: 0.1}, Seed: 7}
+	p, err := Start(ln.Addr().String(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestLossyProxy(t *testing.T) {
 		sent = fmt.Appendf(sent, "*2\r\n$4\r\necho\r\n$%d\r\n%d\r\n", len(strconv.Itoa(i)), i)
 	}
 	// What the replies of connection 0 keep, lost as the proxy will lose them.
-	want := (&loss{p: cfg.replies.drop, rng: rand.New(rand.NewPCG(cfg.seed, 4*0+2*1+1))}).keep(slices.Clone(sent))
+	want := (&loss{p: cfg.Replies.Drop, rng: rand.New(rand.NewPCG(cfg.Seed, 4*0+2*1+1))}).keep(slices.Clone(sent))
 	if len(want) == len(sent) {
 		t.Fatal("the seed loses nothing; pick another")
 	}
@@ -155,15 +155,15 @@ func TestLossyProxy(t *testing.T) {
 	if n != 0 || !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("after the loss: read %d bytes, %v; want nothing and the connection open", n, err)
 	}
-	if s := p.stalls.Load(); s != 1 {
+	if s := p.Stalls(); s != 1 {
 		t.Fatalf("stalls = %d, want 1", s)
 	}
 
-	// heal cuts the stalled connection; a new one loses nothing.
-	p.heal()
+	// Heal cuts the stalled connection; a new one loses nothing.
+	p.Heal()
 	c.SetReadDeadline(deadline)
 	if n, err := c.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
-		t.Fatalf("after heal: read %d bytes, %v; want EOF", n, err)
+		t.Fatalf("after Heal: read %d bytes, %v; want EOF", n, err)
 	}
 	c2, err := net.Dial("tcp", p.Addr())
 	if err != nil {
@@ -176,7 +176,7 @@ func TestLossyProxy(t *testing.T) {
 	}
 	all := make([]byte, len(sent))
 	if _, err := io.ReadFull(c2, all); err != nil || !bytes.Equal(all, sent) {
-		t.Fatalf("after heal: read %q, %v; want every value", all, err)
+		t.Fatalf("after Heal: read %q, %v; want every value", all, err)
 	}
 	c.Close()
 	c2.Close()

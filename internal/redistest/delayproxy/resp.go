@@ -1,4 +1,4 @@
-package bench
+package delayproxy
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"strconv"
 )
 
-// A loss loses the RESP values of one direction of a connection, as a fault with drop says:
+// A loss loses the RESP values of one direction of a connection, as a Fault with Drop says:
 // each value with probability p, and everything after the first one lost. A direction whose
 // bytes are not RESP (the framer cannot tell its values apart) is passed on whole from there.
 type loss struct {

@@ -1,0 +1,272 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/redistest/delayproxy"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// checkup runs Client.Check for d over the servers at addrs, each through a go-redis client
+// of its own, with opts after a node timeout of 2 s: one that a busy machine keeps, so that
+// only the checks of latency find it slow.
+func checkup(t *testing.T, d time.Duration, addrs []string, opts ...redlock.Option) redlock.Checkup {
+	t.Helper()
+	c, err := redlock.New(redistest.Clients(t, addrs...), append([]redlock.Option{redlock.WithNodeTimeout(2 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	up, err := c.Check(deadline(t), d)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return up
+}
+
+// deadline is a context that fails a test that hangs in seconds, not at the package timeout.
+func deadline(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// expect fails t unless up has the finding of check on node (-1: the whole set) with verdict v
+// and every one of words in its detail.
+func expect(t *testing.T, up redlock.Checkup, node int, check string, v redlock.Verdict, words ...string) {
+	t.Helper()
+	f := finding(t, up, node, check)
+	if f.Verdict != v {
+		t.Errorf("node %d %s: %s, want %s: %s", node, check, f.Verdict, v, f.Detail)
+		return
+	}
+	for _, w := range words {
+		if !strings.Contains(f.Detail, w) {
+			t.Errorf("node %d %s (%s): %q does not say %q", node, check, f.Verdict, f.Detail, w)
+		}
+	}
+}
+
+// finding returns the finding of check on node (-1: the whole set), failing t without one.
+func finding(t *testing.T, up redlock.Checkup, node int, check string) redlock.Finding {
+	t.Helper()
+	for _, f := range up.Findings {
+		if f.Node == node && f.Check == check {
+			return f
+		}
+	}
+	t.Fatalf("no finding of %s on node %d among %v", check, node, up.Findings)
+	return redlock.Finding{}
+}
+
+// port returns the port of a host:port address.
+func port(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
+
+// A healthy deployment, as docs/locks.md asks for: five masters with AOF and appendfsync always,
+// sampled for 2 s, fails no check; every node passes those that do not depend on the machine's
+// load, and the whole set passes quorum.
+func TestCheckHealthy(t *testing.T) {
+	t.Parallel()
+	ss := redistest.StartN(t, 5, "--appendonly", "yes", "--appendfsync", "always")
+	up := checkup(t, 2*time.Second, redistest.Addrs(ss))
+	if up.Verdict == redlock.Fail {
+		t.Errorf("a healthy deployment failed: %s\n%v", up.Summary(), up.Findings)
+	}
+	for i := range ss {
+		expect(t, up, i, "role", redlock.OK, "a master without replicas")
+		expect(t, up, i, "identity", redlock.OK, "run_id")
+		expect(t, up, i, "persistence", redlock.OK, "appendfsync always")
+		expect(t, up, i, "eviction", redlock.OK, "no maxmemory")
+		expect(t, up, i, "commands", redlock.OK, "EVALSHA")
+		expect(t, up, i, "acl", redlock.OK, "user default")
+	}
+	expect(t, up, -1, "quorum", redlock.OK, "5 of 5 nodes answered, quorum 3")
+	if got := len(up.Findings); got != 5*8+1 {
+		t.Errorf("%d findings, want 8 a node and the quorum's: %v", got, up.Findings)
+	}
+}
+
+// A replica of a node given fails as not independent of it, and one of a server not given as
+// one that never votes; their masters are warned of failovers.
+func TestCheckRole(t *testing.T) {
+	t.Parallel()
+	ss := redistest.StartN(t, 4)
+	r0 := redistest.Start(t, "--replicaof", "127.0.0.1", port(ss[0].Addr))
+	out := redistest.Start(t, "--replicaof", "127.0.0.1", port(ss[3].Addr))
+	up := checkup(t, 200*time.Millisecond, []string{ss[0].Addr, ss[1].Addr, ss[2].Addr, r0.Addr, out.Addr})
+	expect(t, up, 3, "role", redlock.Fail, "a replica of node 0 ("+ss[0].Addr+")", "READONLY", "no independent vote")
+	expect(t, up, 4, "role", redlock.Fail, "a replica of "+ss[3].Addr, "READONLY", "never votes")
+	expect(t, up, 0, "role", redlock.Warn, "a master with 1 replica", "longest ttl")
+	expect(t, up, 1, "role", redlock.OK, "a master without replicas")
+	expect(t, up, -1, "quorum", redlock.Warn, "3 of the 5 nodes that answered can vote", "a replica refuses writes", "locks survive 0 failures, not 2")
+}
+
+// One server given twice, under 127.0.0.1 and localhost, fails on its second appearance.
+func TestCheckIdentity(t *testing.T) {
+	t.Parallel()
+	ss := redistest.StartN(t, 2)
+	twice := net.JoinHostPort("localhost", port(ss[0].Addr))
+	up := checkup(t, 200*time.Millisecond, []string{ss[0].Addr, ss[1].Addr, twice})
+	expect(t, up, 2, "identity", redlock.Fail, "the same server as node 0 ("+ss[0].Addr+")", "counts twice")
+	expect(t, up, 0, "identity", redlock.OK, "no other node's")
+	expect(t, up, 1, "identity", redlock.OK, "no other node's")
+	expect(t, up, -1, "quorum", redlock.Warn, "2 of the 3 nodes that answered can vote", "a server given twice counts once")
+}
+
+// No AOF and AOF with everysec are warned of, naming the rule of docs/locks.md; AOF with
+// always passes.
+func TestCheckPersistence(t *testing.T) {
+	t.Parallel()
+	none := redistest.Start(t)
+	everysec := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "everysec")
+	always := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+	up := checkup(t, 200*time.Millisecond, []string{none.Addr, everysec.Addr, always.Addr})
+	expect(t, up, 0, "persistence", redlock.Warn, "no AOF", "restart it only after the longest ttl in use (docs/locks.md)")
+	expect(t, up, 1, "persistence", redlock.Warn, "appendfsync everysec", "restart it only after the longest ttl in use")
+	expect(t, up, 2, "persistence", redlock.OK, "appendfsync always")
+}
+
+// maxmemory with allkeys-lru or volatile-lru fails: a lock key can be evicted; with noeviction,
+// or without maxmemory, it passes.
+func TestCheckEviction(t *testing.T) {
+	t.Parallel()
+	allkeys := redistest.Start(t, "--maxmemory", "10mb", "--maxmemory-policy", "allkeys-lru")
+	volatile := redistest.Start(t, "--maxmemory", "10mb", "--maxmemory-policy", "volatile-lru")
+	noeviction := redistest.Start(t, "--maxmemory", "10mb", "--maxmemory-policy", "noeviction")
+	unlimited := redistest.Start(t)
+	up := checkup(t, 200*time.Millisecond, redistest.Addrs([]*redistest.Server{allkeys, volatile, noeviction, unlimited}))
+	expect(t, up, 0, "eviction", redlock.Fail, "maxmemory 10.00M with allkeys-lru", "lock keys too", "noeviction")
+	expect(t, up, 1, "eviction", redlock.Fail, "maxmemory 10.00M with volatile-lru", "lock keys have a ttl", "noeviction")
+	expect(t, up, 2, "eviction", redlock.OK, "with noeviction")
+	expect(t, up, 3, "eviction", redlock.OK, "no maxmemory")
+	expect(t, up, -1, "quorum", redlock.Warn, "4 nodes", "use an odd number")
+}
+
+// A node whose clock runs 5 % fast fails, beyond the drift factor; one an hour ahead is warned
+// of, as the one fencing's median outvotes; the healthy ones pass, neither fast nor far off.
+// Sampled for 2 s, so that a busy machine's round trips leave a margin under 4 %.
+func TestCheckClock(t *testing.T) {
+	t.Parallel()
+	ss := redistest.StartN(t, 3)
+	fast, ahead := redistest.StartRate(t, 1.05), redistest.StartOffset(t, time.Hour)
+	up := checkup(t, 2*time.Second, []string{ss[0].Addr, fast.Addr, ss[1].Addr, ahead.Addr, ss[2].Addr})
+	expect(t, up, 1, "clock", redlock.Fail, "% fast (±", "beyond the drift factor 1.00%", "expires lock keys early")
+	expect(t, up, 3, "clock", redlock.Warn, "its clock is 1h0m0s ahead of the median", "fencing", "but not two: set its time right")
+	for _, i := range []int{0, 2, 4} { // never blamed; under load, maybe warned that the margin is too wide
+		if f := finding(t, up, i, "clock"); f.Verdict == redlock.Fail || strings.Contains(f.Detail, "median") {
+			t.Errorf("healthy node %d clock: %s: %s", i, f.Verdict, f.Detail)
+		}
+	}
+}
+
+// A node behind a delay proxy whose round trip is more than half the node timeout is warned
+// of (or failed, if the machine's load adds the rest); one whose round trip is more than the
+// node timeout fails. The proxies' delays are floors, which no load lowers. (Sampled for 2 s,
+// so that the slower node's first PING, behind the go-redis connection's set-up of 3 round
+// trips, comes within the time Check waits for it.)
+func TestCheckLatency(t *testing.T) {
+	t.Parallel()
+	ss := redistest.StartN(t, 3)
+	slow, err := delayproxy.StartDelay(ss[1].Addr, 60*time.Millisecond) // 120 ms a round trip
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(slow.Close)
+	slower, err := delayproxy.StartDelay(ss[2].Addr, 110*time.Millisecond) // 220 ms
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(slower.Close)
+	up := checkup(t, 2*time.Second, []string{ss[0].Addr, slow.Addr(), slower.Addr()}, redlock.WithNodeTimeout(200*time.Millisecond))
+	if f := finding(t, up, 1, "latency"); f.Verdict == redlock.OK || !strings.Contains(f.Detail, "node timeout 200ms") {
+		t.Errorf("node 1 latency: %s, want a warning or a failure: %s", f.Verdict, f.Detail)
+	}
+	expect(t, up, 2, "latency", redlock.Fail, "more than the node timeout 200ms", "counts such calls as failed")
+	finding(t, up, 0, "latency")
+}
+
+// A renamed EVALSHA fails; an ACL user without the prefix's channels fails, naming them.
+func TestCheckCommandsAndACL(t *testing.T) {
+	t.Parallel()
+	renamed := redistest.Start(t, "--rename-command", "EVALSHA", "")
+	full := redistest.StartRestricted(t, "app", "s3cret", "app:*", "app:*")
+	keysOnly := redistest.StartRestricted(t, "app", "s3cret", "app:*", "other:*")
+	nodes := []redis.UniversalClient{redistest.Client(t, renamed.Addr),
+		redistest.ACLClient(t, full.Addr, "app", "s3cret"), redistest.ACLClient(t, keysOnly.Addr, "app", "s3cret")}
+	c, err := redlock.New(nodes, redlock.WithKeyPrefix("app:"), redlock.WithNodeTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	up, err := c.Check(deadline(t), 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, up, 0, "commands", redlock.Fail, "renamed or missing: EVALSHA:", "rename-command")
+	expect(t, up, 0, "acl", redlock.OK, "user default may run") // every command but the one renamed away
+	expect(t, up, 1, "commands", redlock.OK, "EVALSHA, EVAL, SET, PUBLISH, SUBSCRIBE, TIME")
+	expect(t, up, 1, "acl", redlock.OK, `user app may run every command the library sends on the keys and channels "app:*"`)
+	expect(t, up, 2, "acl", redlock.Fail, "user app is refused PUBLISH, SUBSCRIBE", "'app:~redlock:released", "channel", "&app:*")
+}
+
+// Nodes that do not answer get a reach failure each, the others are checked all the same, and
+// the quorum fails when too few answered; with none answering, Check fails too.
+func TestCheckReachAndQuorum(t *testing.T) {
+	t.Parallel()
+	ss := redistest.StartN(t, 5)
+	ss[0].Kill()
+	ss[3].Kill()
+	ss[4].Pause(t)
+	up := checkup(t, time.Second, redistest.Addrs(ss), redlock.WithNodeTimeout(500*time.Millisecond))
+	expect(t, up, 0, "reach", redlock.Fail, "no answer")
+	expect(t, up, 3, "reach", redlock.Fail, "no answer")
+	expect(t, up, 4, "reach", redlock.Fail, "no answer", "no reply within 1s")
+	expect(t, up, 1, "role", redlock.OK)
+	expect(t, up, 2, "role", redlock.OK)
+	expect(t, up, -1, "quorum", redlock.Fail, "2 of 5 nodes answered, fewer than a quorum (3)")
+	for _, f := range up.Findings {
+		if (f.Node == 0 || f.Node == 3 || f.Node == 4) && f.Check != "reach" {
+			t.Errorf("a node that did not answer has a finding of %s: %v", f.Check, f)
+		}
+	}
+	// The summary names the failures (and on a machine busy enough, latency beside them).
+	if sum := up.Summary(); !strings.Contains(sum, " of 20 checks failed (node 0 reach, ") || !strings.Contains(sum, "node 3 reach, node 4 reach, quorum)") {
+		t.Errorf("summary %q", sum)
+	}
+
+	c, err := redlock.New(redistest.Clients(t, ss[0].Addr, ss[3].Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	up, err = c.Check(deadline(t), 100*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "redlock: no node answered") || up.Findings[0].Check != "reach" || up.Findings[1].Check != "reach" {
+		t.Errorf("Check with no node answering = %v, %v", up.Findings, err)
+	}
+}
+
+// Bad input is refused, and a closed Client checks nothing.
+func TestCheckInput(t *testing.T) {
+	c, err := redlock.New(redistest.MiniClients(t, redistest.Minis(t, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Check(context.Background(), 0); err == nil || !strings.Contains(err.Error(), "want a positive duration") {
+		t.Errorf("Check for 0 = %v", err)
+	}
+	c.Close()
+	if _, err := c.Check(context.Background(), time.Second); !errors.Is(err, redlock.ErrClosed) {
+		t.Errorf("Check after Close = %v, want ErrClosed", err)
+	}
+}
