@@ -386,19 +386,3 @@ func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Gra
 func (c *Client) retryDelay() time.Duration {
 	return c.retryMin + time.Duration(mrand.Uint64N(uint64(c.retryMax-c.retryMin)+1))
 }
-
-// satAdd returns a+b, or the largest Duration when that overflows.
-func satAdd(a, b time.Duration) time.Duration {
-	if s := a + b; s >= a {
-		return s
-	}
-	return time.Duration(1<<63 - 1)
-}
-
-// satMul returns d*n for d, n >= 0, or the largest Duration when that overflows.
-func satMul(d time.Duration, n int64) time.Duration {
-	if n != 0 && d > time.Duration(1<<63-1)/time.Duration(n) {
-		return time.Duration(1<<63 - 1)
-	}
-	return d * time.Duration(n)
-}
