@@ -103,9 +103,10 @@ func Match(pattern string) ([]Scenario, error) {
 
 // Catalog returns every scenario: this module's lock under each fault it must survive or is
 // known not to, the simpler locks (single-node, timestamp, two-command releases) under the
-// failure each cannot survive, the semaphore's and the RWMutex's rows, and the leader election's.
+// failure each cannot survive, the semaphore's and the RWMutex's rows, the leader election's,
+// and the order form's (a submission that must count once).
 func Catalog() []Scenario {
-	return slices.Concat(lockScenarios(), primitiveScenarios(), electionScenarios())
+	return slices.Concat(lockScenarios(), primitiveScenarios(), electionScenarios(), submissionScenarios())
 }
 
 // lockScenarios are the rows of the plain lock and of the simpler single-node locks.
