@@ -56,17 +56,18 @@ func ExampleLock_Context() {
 // At most once: an order form carries a one-time token, and a submission of it must count
 // once however often it arrives (a double click, a retry after a timeout). The first submitter
 // takes "submit:"+token for the token's lifetime and orphans it: the mark stays on the nodes
-// until it expires. A submitter refused because the mark is held (Inspect finds it on a
-// quorum) gives up; one refused by a split vote, which leaves nobody holding the mark, tries
-// again.
+// until it expires. A refused submitter is a duplicate when Inspect finds a quorum holding the
+// key under one token twice, a moment apart: a refused attempt's own keys, or a split vote's,
+// hold it only until their roll-backs land (twice the node timeout at most). Otherwise nobody
+// holds the mark, and it tries again.
 func ExampleLock_Orphan_atMostOnce() {
 	nodes, stop := masters(5)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, _ := redlock.New(nodes) // node timeout 100ms
 	defer locker.Close()
 
 	submit := func(ctx context.Context, token string) (accepted bool, err error) {
-		key := "submit:" + token
+		key, held := "submit:"+token, ""
 		for try := 0; ; try++ {
 			mark, err := locker.TryLock(ctx, key, 30*time.Minute)
 			if err == nil {
@@ -76,12 +77,17 @@ func ExampleLock_Orphan_atMostOnce() {
 			if !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
 				return false, err
 			}
-			if seen, err := locker.Inspect(ctx, key); err == nil && seen.Held {
-				return false, nil // a duplicate
+			seen, err := locker.Inspect(ctx, key)
+			switch {
+			case err == nil && seen.Held && seen.Token == held:
+				return false, nil // a duplicate: the mark is still there
+			case err == nil && seen.Held:
+				held = seen.Token
+				time.Sleep(200 * time.Millisecond) // past any roll-back, then look again
+			default: // a split vote: try again after a random pause that doubles every try
+				held = ""
+				time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(try, 6))))
 			}
-			// A split vote: the losers' roll-backs free the nodes; try again after a
-			// random pause that doubles with every try.
-			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(try, 6))))
 		}
 	}
 

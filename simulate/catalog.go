@@ -57,7 +57,10 @@ type Scenario struct {
 	// lost replies in the row that loses them; and so do the election's rows, whose every
 	// term costs a campaign, a keep-alive and a Resign.
 	Sections int
-	setup    func(*run)
+	// replicateEvery is how often the replicas catch up with their masters; default
+	// replicationEvery.
+	replicateEvery time.Duration
+	setup          func(*run)
 }
 
 func (sc Scenario) withDefaults() Scenario {
@@ -78,6 +81,9 @@ func (sc Scenario) withDefaults() Scenario {
 	}
 	if sc.Sections == 0 {
 		sc.Sections = 2000
+	}
+	if sc.replicateEvery == 0 {
+		sc.replicateEvery = replicationEvery
 	}
 	if sc.Work == [2]time.Duration{} {
 		sc.Work = [2]time.Duration{20 * time.Millisecond, 200 * time.Millisecond}

@@ -245,7 +245,7 @@ func (r *run) execute(ctx context.Context) Result {
 	}
 	if r.sc.Replica {
 		bg.Go(func() {
-			t := time.NewTicker(r.d(replicationEvery))
+			t := time.NewTicker(r.d(r.sc.replicateEvery))
 			defer t.Stop()
 			for {
 				select {

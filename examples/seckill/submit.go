@@ -32,14 +32,15 @@ const submittedKey = "orders:submitted"
 var ErrDuplicate = errors.New("duplicate submission")
 
 // Submit records the order of the form whose token is token, unless the token was submitted
-// before. A submission refused because the mark is held (a quorum holds it) is a duplicate; one
-// refused by a split vote, which leaves nobody holding the mark once the losers' roll-backs
-// land, tries again after a random pause that doubles with every try.
+// before. A refused submission is a duplicate when a quorum holds the mark under one token on
+// two looks, confirm apart: a refused attempt's own keys, or a split vote's, hold the key only
+// until their roll-backs land. Refused otherwise, nobody holds the mark: it tries again after
+// a random pause that doubles with every try.
 func (s *Submissions) Submit(ctx context.Context, token string) error {
 	if token == "" {
 		return errors.New("no token")
 	}
-	key := "submit:" + token
+	key, held := "submit:"+token, ""
 	for try := 0; ; try++ {
 		mark, err := s.Client.TryLock(ctx, key, s.Life)
 		if err == nil {
@@ -49,10 +50,17 @@ func (s *Submissions) Submit(ctx context.Context, token string) error {
 		if !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
 			return err
 		}
-		if seen, err := s.Client.Inspect(ctx, key); err == nil && seen.Held {
+		seen, err := s.Client.Inspect(ctx, key)
+		pause := time.Duration(rand.Int64N(int64(time.Millisecond) << min(try, 6)))
+		switch {
+		case err == nil && seen.Held && seen.Token == held:
 			return ErrDuplicate
+		case err == nil && seen.Held:
+			held, pause = seen.Token, confirm
+		default:
+			held = ""
 		}
-		t := time.NewTimer(time.Duration(rand.Int64N(int64(time.Millisecond) << min(try, 6))))
+		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -61,6 +69,10 @@ func (s *Submissions) Submit(ctx context.Context, token string) error {
 		}
 	}
 }
+
+// confirm is how long Submit waits before it looks at a held mark again: twice the Client's
+// node timeout (the default, 100 ms), past any roll-back of a refused attempt.
+const confirm = 200 * time.Millisecond
 
 // ServeHTTP takes a form: POST /submit?token=TOKEN answers 200 when the order is recorded, 409
 // for a duplicate, 400 without a token, 503 when the order failed (no quorum, Redis down).
