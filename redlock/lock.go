@@ -112,7 +112,7 @@ func (l *Lock) Err() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.ended && outer == nil && !l.c.clock.Now().Before(l.until) {
+	if !l.ended && !l.c.clock.Now().Before(l.until) {
 		l.endLocked(l.expired())
 	}
 	return l.why

@@ -25,6 +25,10 @@ type held struct {
 	next *held
 }
 
+// endless is a handle's own validity: it never ends by the clock, only when its lock ends (or
+// by its own Unlock); its Until is its lock's.
+var endless = time.Unix(1<<62, 0)
+
 // A reentry is what a lock and the handles of its re-entries share: the lock, and the handles
 // still open, which end when it ends. Guarded by the lock's mutex.
 type reentry struct {
@@ -131,7 +135,7 @@ func (l *Lock) enter(ctx context.Context, s *spec, ttl time.Duration) (*Lock, er
 				fmt.Errorf("redlock: re-entering %q for %v needs the held lock extended: %w", s.key, ttl, err))
 		}
 	}
-	in := &Lock{c: c, spec: s, token: l.token, fence: l.fence}
+	in := &Lock{c: c, spec: s, token: l.token, fence: l.fence, until: endless}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended {

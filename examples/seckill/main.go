@@ -49,7 +49,7 @@ func (c Config) shop() (*Shop, func(), error) {
 			return nil, nil, err
 		}
 		shop.Locker = Redlock{Client: cl, TTL: c.TTL}
-		shop.Submissions = &Submissions{Client: cl, Store: c.Store, Life: 30 * time.Minute}
+		shop.Submissions = &Submissions{Client: cl, Orders: c.Nodes[0], Life: 30 * time.Minute}
 		return shop, func() { cl.Close() }, nil
 	case "naive":
 		shop.Locker = Naive{Store: c.Store, TTL: c.TTL, Poll: 10 * time.Millisecond}

@@ -21,7 +21,7 @@ import (
 // nodes until it expires, and later submissions find it.
 type Submissions struct {
 	Client *redlock.Client
-	Store  redis.UniversalClient // where accepted orders are recorded
+	Orders redis.UniversalClient // where accepted orders are recorded
 	Life   time.Duration         // a token's lifetime: how long its duplicates are refused
 }
 
@@ -45,7 +45,7 @@ func (s *Submissions) Submit(ctx context.Context, token string) error {
 		mark, err := s.Client.TryLock(ctx, key, s.Life)
 		if err == nil {
 			mark.Orphan() // never released: it expires with the token's lifetime
-			return s.Store.RPush(ctx, submittedKey, token).Err()
+			return s.Orders.RPush(ctx, submittedKey, token).Err()
 		}
 		if !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
 			return err
@@ -96,5 +96,5 @@ func (s *Submissions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Submitted returns the tokens of the orders recorded, in order.
 func (s *Submissions) Submitted(ctx context.Context) ([]string, error) {
-	return s.Store.LRange(ctx, submittedKey, 0, -1).Result()
+	return s.Orders.LRange(ctx, submittedKey, 0, -1).Result()
 }

@@ -16,7 +16,7 @@ import (
 // token is then accepted, once.
 func TestSubmitOnce(t *testing.T) {
 	nodes := redistest.Clients(t, redistest.Addrs(redistest.StartN(t, 5))...)
-	cfg := Config{Nodes: nodes, Store: nodes[0], Lock: "redlock", TTL: time.Second}
+	cfg := Config{Nodes: nodes, Lock: "redlock", TTL: time.Second} // the orders go to the first node
 	shop, closeShop, err := cfg.shop()
 	if err != nil {
 		t.Fatal(err)
