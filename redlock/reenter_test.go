@@ -171,7 +171,7 @@ func TestReenterFollowsTheContextNotTheGoroutine(t *testing.T) {
 		t.Fatalf("%d waiters held the lock beside its holder or one another", n)
 	}
 	// The lock has ended: its context re-enters nothing any more.
-	again, err := a.TryLock(holder, "orders", time.Second)
+	again, err := a.Lock(within(t, holder, 5*time.Second), "orders", time.Second)
 	if err != nil || again.Token() == outer.Token() {
 		t.Fatalf("TryLock with an ended lock's context: %v", err)
 	}
@@ -365,7 +365,9 @@ func TestReenterPanicInInnerDoReleasesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := b.TryLock(ctx, "k", time.Second)
+	// Lock, not TryLock: the refused TryLocks' late SETs may hold a node until their
+	// roll-backs land.
+	l, err := b.Lock(within(t, ctx, 5*time.Second), "k", time.Second)
 	if err != nil {
 		t.Fatalf("after the outer Do returned: %v", err)
 	}
