@@ -69,6 +69,9 @@ func (c *Client) contend(ctx context.Context, op Op, s *spec, ttl time.Duration,
 	var l *Lock
 	err := c.check(s, ttl)
 	if err == nil {
+		l, err = c.reenter(ctx, s, ttl)
+	}
+	if l == nil && err == nil {
 		l, err = how(&contender{c: c, s: s, ttl: ttl, call: call}, ctx)
 	}
 	c.end(ctx, call, err)

@@ -107,7 +107,8 @@ func ExampleRWMutex_Do() {
 	ctx := context.Background()
 
 	doc, _ := locker.RWMutex("doc:7")
-	err := doc.Do(ctx, 10*time.Second, func(ctx context.Context) error {
+	err := doc.Do(ctx, 10*time.Second, func(context.Context) error {
+		// Another reader: its context does not carry the lock, as fn's does.
 		_, err := doc.TryRLock(ctx, 10*time.Second)
 		fmt.Println("a reader while writing:", errors.Is(err, redlock.ErrNotAcquired))
 		return nil
@@ -127,7 +128,8 @@ func ExampleRWMutex_RDo() {
 	ctx := context.Background()
 
 	doc, _ := locker.RWMutex("doc:7")
-	err := doc.RDo(ctx, 10*time.Second, func(ctx context.Context) error {
+	err := doc.RDo(ctx, 10*time.Second, func(context.Context) error {
+		// Other callers: their context does not carry the lock, as fn's does.
 		other, err := doc.TryRLock(ctx, 10*time.Second)
 		fmt.Println("another reader:", err)
 		other.Unlock(ctx)

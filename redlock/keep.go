@@ -33,7 +33,7 @@ func (l *Lock) keepAlive(ctx context.Context, ttl time.Duration) error {
 	kept := l.kept
 	l.kept = true
 	l.mu.Unlock()
-	if !kept {
+	if !kept && !l.keptElsewhere() {
 		lost := l.Lost()
 		ctx := context.WithoutCancel(ctx)
 		c.bg.Go(func() { l.keep(ctx, ttl, lost) })
@@ -89,7 +89,7 @@ func (c *Client) do(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx
 // goes on to the caller). It returns fn's error, joined with why l was lost, if it was.
 func (l *Lock) hold(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error) (err error) {
 	c := l.c
-	fnCtx, cancel := context.WithCancelCause(ctx)
+	fnCtx, cancel := context.WithCancelCause(l.Context(ctx))
 	l.whenEnded(func(why error) {
 		if why != nil {
 			cancel(why)

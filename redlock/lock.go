@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
@@ -40,6 +41,9 @@ type Lock struct {
 	pending     []int
 	releasing   *quorum.Round[struct{}]
 	sendRelease func(node int)
+	// re is what the lock shares with the handles of its re-entries, nil until the first
+	// one; a handle's is its lock's from the start (see Context).
+	re atomic.Pointer[reentry]
 }
 
 // Key returns the key as given (the first of LockAll's keys), without the client's prefix.
@@ -67,6 +71,9 @@ func (l *Lock) Fence() uint64 { return l.fence }
 // Until returns the end of the lock's drift-corrected validity on the local clock: the last
 // Lock or successful Extend's start + ttl - drift. Past it, the holder must assume the lock lost.
 func (l *Lock) Until() time.Time {
+	if outer := l.reentered(); outer != nil {
+		return outer.Until()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
@@ -82,6 +89,10 @@ func (l *Lock) Until() time.Time {
 // once the validity has passed returns the channel closed. To ask whether the lock is held
 // now, call Lost (or Err) again rather than keep a channel from an earlier call.
 func (l *Lock) Lost() <-chan struct{} {
+	outer := l.reentered()
+	if outer != nil {
+		outer.Lost() // its timer ends it, and so l, at the end of its validity
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ended && !l.c.clock.Now().Before(l.until) {
@@ -89,9 +100,10 @@ func (l *Lock) Lost() <-chan struct{} {
 	}
 	if l.lost == nil {
 		l.lost = make(chan struct{})
-		if l.ended {
+		switch {
+		case l.ended:
 			close(l.lost)
-		} else {
+		case outer == nil:
 			l.timer = l.c.clock.AfterFunc(l.until.Sub(l.c.clock.Now()), l.expire)
 		}
 	}
@@ -102,6 +114,10 @@ func (l *Lock) Lost() <-chan struct{} {
 // error wrapping ErrNotHeld that says how (with the nodes' errors of the last failed Extend);
 // once Close released it, an error wrapping ErrClosed.
 func (l *Lock) Err() error {
+	outer := l.reentered()
+	if outer != nil {
+		outer.Err() // ends it, and so l, once its validity passed
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ended && !l.c.clock.Now().Before(l.until) {
@@ -136,8 +152,10 @@ func (l *Lock) endLocked(why error) {
 		return
 	}
 	l.ended, l.why = true, why
-	l.c.untrack(l)
-	l.reportEnd()
+	if l.reentered() == nil { // a re-entry's handle was neither tracked nor acquired
+		l.c.untrack(l)
+		l.reportEnd()
+	}
 	if l.timer != nil {
 		l.timer.Stop()
 	}
@@ -185,6 +203,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 }
 
 func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
+	if l.reentered() != nil {
+		return l.extendOuter(ctx, ttl)
+	}
 	c := l.c
 	if err := c.checkTTL(ttl); err != nil {
 		return err
@@ -275,7 +296,12 @@ func (l *Lock) pendingNodes() []int {
 func (l *Lock) Unlock(ctx context.Context) error {
 	c := l.c
 	ctx, call := c.begin(ctx, OpUnlock, l.spec)
-	err := l.release(ctx, nil)
+	var err error
+	if l.reentered() != nil {
+		err = l.leave() // a re-entry's handle counts down
+	} else {
+		err = l.release(ctx, nil)
+	}
 	c.end(ctx, call, err)
 	return err
 }
@@ -348,6 +374,10 @@ func (l *Lock) release(ctx context.Context, why error) error {
 // wrapping ErrNotHeld. Use it for a lock that must outlive its holder's work, such as a mark
 // that a scheduled job ran for this tick. It sends nothing.
 func (l *Lock) Orphan() {
+	if l.reentered() != nil {
+		l.leave() // a re-entry's handle counts down
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.ended {

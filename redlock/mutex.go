@@ -70,6 +70,8 @@ func (m mutexOps) abandon(waiter, channel string) (command, bool) {
 //
 // On failure the error wraps ErrNotAcquired, the last attempt's *NodeError for each node that
 // did not say yes, and ctx.Err() or ErrClosed when that is what ended the wait.
+//
+// When ctx carries a held lock of key (Lock.Context), Lock, TryLock and Do re-enter it at once.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
 	return c.lock(ctx, c.mutex(key), ttl)
 }
@@ -85,7 +87,8 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 // the lock cannot be proved held any more, or Close releases it, fn's context is cancelled at
 // once with the reason as its cause (see context.Cause; it wraps ErrNotHeld or ErrClosed), and
 // Do returns an error wrapping that reason and fn's error. Otherwise Do returns fn's error. fn
-// must stop using the protected resource when its context is done.
+// must stop using the protected resource when its context is done. fn's context carries the
+// lock: a Lock, TryLock or Do of key with it re-enters the lock (see Lock.Context).
 func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error) error {
 	return c.do(ctx, c.mutex(key), ttl, fn)
 }

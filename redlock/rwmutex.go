@@ -59,6 +59,9 @@ func (o writeOps) abandon(waiter, channel string) (command, bool) {
 // scored by when each expires on the node's clock, and the mark, all named as WithKeyPrefix
 // says.
 // An RWMutex does not exclude a Lock, Semaphore or LockAll of the same key: its keys are its own.
+// A context that carries its held lock for writing re-enters it for reading or writing; one that
+// carries its held lock for reading re-enters it for reading, and is refused at once for writing
+// (see Lock.Context).
 type RWMutex struct {
 	c           *Client
 	read, write *spec

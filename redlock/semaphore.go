@@ -68,7 +68,8 @@ func (s *Semaphore) Quorum() int { return s.s.need }
 
 // Lock takes a permit for ttl, waiting until one is free, ctx is done or the Client is closed,
 // as Client.Lock waits: a release wakes the waiters at once, WithRetryDelay is the fallback.
-// Extend and Unlock of the returned Lock need Quorum nodes; its Fence is 0.
+// Extend and Unlock of the returned Lock need Quorum nodes; its Fence is 0. A permit never
+// re-enters: with a context that carries one (Lock.Context), Lock takes a second.
 func (s *Semaphore) Lock(ctx context.Context, ttl time.Duration) (*Lock, error) {
 	return s.c.lock(ctx, s.s, ttl)
 }

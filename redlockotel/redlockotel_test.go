@@ -210,7 +210,10 @@ func TestSpans(t *testing.T) {
 	ctx, parent := w.tp.Tracer("test").Start(context.Background(), "parent")
 	var token string
 	err := w.client.Do(ctx, "k", time.Second, func(ctx context.Context) error {
-		l, err := w.client.TryLock(ctx, "k", time.Second)
+		// Another caller in the same trace: its context carries Do's span, not Do's lock
+		// (with fn's context, TryLock would re-enter the lock).
+		other := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx))
+		l, err := w.client.TryLock(other, "k", time.Second)
 		if err == nil {
 			token = l.Token()
 		}

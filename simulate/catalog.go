@@ -57,7 +57,10 @@ type Scenario struct {
 	// lost replies in the row that loses them; and so do the election's rows, whose every
 	// term costs a campaign, a keep-alive and a Resign.
 	Sections int
-	setup    func(*run)
+	// replicateEvery is how often the replicas catch up with their masters; default
+	// replicationEvery.
+	replicateEvery time.Duration
+	setup          func(*run)
 }
 
 func (sc Scenario) withDefaults() Scenario {
@@ -78,6 +81,9 @@ func (sc Scenario) withDefaults() Scenario {
 	}
 	if sc.Sections == 0 {
 		sc.Sections = 2000
+	}
+	if sc.replicateEvery == 0 {
+		sc.replicateEvery = replicationEvery
 	}
 	if sc.Work == [2]time.Duration{} {
 		sc.Work = [2]time.Duration{20 * time.Millisecond, 200 * time.Millisecond}
@@ -103,9 +109,10 @@ func Match(pattern string) ([]Scenario, error) {
 
 // Catalog returns every scenario: this module's lock under each fault it must survive or is
 // known not to, the simpler locks (single-node, timestamp, two-command releases) under the
-// failure each cannot survive, the semaphore's and the RWMutex's rows, and the leader election's.
+// failure each cannot survive, the semaphore's and the RWMutex's rows, the leader election's,
+// and the order form's (a submission that must count once).
 func Catalog() []Scenario {
-	return slices.Concat(lockScenarios(), primitiveScenarios(), electionScenarios())
+	return slices.Concat(lockScenarios(), primitiveScenarios(), electionScenarios(), submissionScenarios())
 }
 
 // lockScenarios are the rows of the plain lock and of the simpler single-node locks.

@@ -77,10 +77,12 @@ func TestCatalog(t *testing.T) {
 // empty, the same beside a node whose clock is an hour behind (fencing), a node clock jumping
 // past the TTL (libfaketime), a paused holder whose stale write
 // the fenced store refuses, two slow nodes, losing replies or not, through the proxies (at
-// their MinScale, 0.2), and the election's four rows (at theirs, 0.2 too).
+// their MinScale, 0.2), the election's four rows (at theirs, 0.2 too), and the order form's two
+// rows: a node restarting empty under this library's mark, a failover under the seed's token.
 var realRows = []string{"no-faults", "restart-data-lost", "clock-behind-restart-fenced", "partition-clock-jump", "pause-after-acquire-fenced",
 	"two-slow-nodes", "two-slow-nodes-drops",
-	"elect-leader-partitioned", "elect-leader-paused", "elect-clock-jump", "elect-resign-contention"}
+	"elect-leader-partitioned", "elect-leader-paused", "elect-clock-jump", "elect-resign-contention",
+	"duplicate-submission", "check-and-delete-failover"}
 
 // The same verdicts on redis-server processes with real faults, in real time (a 500 ms TTL, or
 // 2 s in the rows whose MinScale is 0.2), and no server left running afterwards.

@@ -6,7 +6,9 @@
 // The clients run a flash sale (lock, read the stock, work, write stock-1, unlock) with one
 // locking strategy: this module's redlock (a mutex, a semaphore or an RWMutex), the majority
 // semaphore of npm's redis-semaphore, or one of the simpler single-node locks that blog posts
-// show (a timestamp lock taken over with GETSET, a release in two commands).
+// show (a timestamp lock taken over with GETSET, a release in two commands). The order form's
+// rows send forms instead, each with a one-time token that must be accepted at most once:
+// this module's mark on the quorum, or the single-node token checked and deleted by a script.
 // A scenario schedules faults (crashes, restarts with or without data, partitions, latency, lost
 // replies, clock jumps and rate skew, pauses of a client) from one seeded random source, so the
 // same seed gives the same schedule. The checker then compares critical sections in true time:

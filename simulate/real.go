@@ -278,12 +278,43 @@ func (s *realServer) withReplica() {
 	s.paired = true
 }
 
+// replicate lets the replica catch up: through the valve until it has applied everything the
+// master had written when it began (the master's writes reach the valve a moment after they
+// return).
 func (s *realServer) replicate() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.up && s.valve != nil {
-		s.fail(s.valve.flush())
+	if !s.up || s.valve == nil {
+		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	want, err := replOffset(ctx, s.master.addr, "master_repl_offset")
+	for err == nil {
+		if err = s.valve.flush(); err != nil {
+			break
+		}
+		var got int64
+		if got, err = replOffset(ctx, s.replica.addr, "slave_repl_offset"); err == nil && got >= want {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.fail(fmt.Errorf("the replica did not catch up: %w", err))
+}
+
+// replOffset reads field, a replication offset, from the INFO of the server at addr.
+func replOffset(ctx context.Context, addr, field string) (int64, error) {
+	info, err := command(ctx, addr, "INFO", "replication")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in INFO replication", field)
 }
 
 func (s *realServer) failover() {

@@ -24,8 +24,9 @@ var tableLegend = []string{
 	"ok: observed is what was expected, and the scenario's own check passed; NO makes the exit",
 	"  status 1; - marks a run the backend cannot reproduce (its note says why).",
 	"overlaps: pairs of critical sections open at once (for a semaphore: moments with more",
-	"  holders than permits). wait (s): time to acquire, median/longest, in scenario seconds (the",
-	"  TTL is 10 s; real time is that times -scale). Every figure of a run: -json.",
+	"  holders than permits; for an order form's rows: forms accepted more than once).",
+	"wait (s): time to acquire, median/longest, in scenario seconds (the TTL is 10 s; real time",
+	"  is that times -scale). Every figure of a run: -json.",
 	"fail-over (elections): from a leader's Resign to the election of a candidate that waited,",
 	"  median and longest, in scenario seconds.",
 }

@@ -60,10 +60,10 @@ type Result struct {
 	Note     string   `json:"note,omitempty"` // why OK is false, when the verdict matched
 	Seed     uint64   `json:"seed"`
 
-	Violations    int           `json:"violations"`      // overlapping pairs of critical sections
+	Violations    int           `json:"violations"`      // overlapping pairs of critical sections; forms accepted twice
 	LostUpdates   int           `json:"lost_updates"`    // writes over a version the writer had not read
 	Oversold      int           `json:"oversold"`        // orders beyond the stock
-	Acquisitions  int           `json:"acquisitions"`    // critical sections entered
+	Acquisitions  int           `json:"acquisitions"`    // critical sections entered; forms' submissions answered
 	Orders        int           `json:"orders"`          // stock written
 	Aborted       int           `json:"aborted"`         // sections that gave up: validity used up, extend failed
 	Stock         int           `json:"stock"`           // at the start
@@ -158,6 +158,7 @@ func (r *run) result(finished bool, elapsed time.Duration) Result {
 		}
 		waits = append(waits, s.Acquired-s.Asked)
 	}
+	r.subs.tally(&res)
 	if len(waits) > 0 {
 		slices.Sort(waits)
 		res.WaitMedian, res.WaitMax = waits[len(waits)/2], waits[len(waits)-1]

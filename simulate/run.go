@@ -45,6 +45,7 @@ type run struct {
 	rdbs    []*redis.Client
 	proxies []*proxy
 	metrics *acquisitions // with Options.Metrics
+	subs    *submissions  // a submission row's: then clients send forms instead of shopping
 }
 
 // Run executes sc once and checks it. It blocks for the scenario's duration times the scale
@@ -244,7 +245,7 @@ func (r *run) execute(ctx context.Context) Result {
 	}
 	if r.sc.Replica {
 		bg.Go(func() {
-			t := time.NewTicker(r.d(replicationEvery))
+			t := time.NewTicker(r.d(r.sc.replicateEvery))
 			defer t.Stop()
 			for {
 				select {
@@ -261,8 +262,12 @@ func (r *run) execute(ctx context.Context) Result {
 	sale, soldOut := context.WithCancel(ctx)
 	r.store.soldOut = soldOut
 	var shoppers sync.WaitGroup
+	loop := r.shop
+	if r.subs != nil {
+		loop = r.subs.loop
+	}
 	for _, c := range r.clients {
-		shoppers.Go(func() { r.shop(sale, ctx, c) })
+		shoppers.Go(func() { loop(sale, ctx, c) })
 	}
 	shoppers.Wait()
 	soldOut()

@@ -54,6 +54,7 @@ func (c Config) shop() (*Shop, func(), error) {
 			return nil, nil, err
 		}
 		shop.Locker = Redlock{Client: cl, TTL: c.TTL}
+		shop.Submissions = &Submissions{Client: cl, Orders: c.Nodes[0], Life: 30 * time.Minute}
 		return shop, func() { cl.Close() }, nil
 	case "naive":
 		shop.Locker = Naive{Store: c.Nodes[0], TTL: c.TTL, Poll: 10 * time.Millisecond}

@@ -31,6 +31,8 @@ type Shop struct {
 	Locker Locker
 	Item   string
 	Work   time.Duration // the time an order spends between reading and writing the stock
+	// Submissions, when set, take forms at POST /submit (see submit.go).
+	Submissions *Submissions
 }
 
 func (s *Shop) lockKey() string { return "lock:" + s.Item }
@@ -72,6 +74,10 @@ func (s *Shop) Order(ctx context.Context, buyer string) error {
 // ServeHTTP takes orders: POST /order?buyer=NAME answers 200, 409 when sold out, 503 when the
 // order failed (no lock, lost lock, Redis down).
 func (s *Shop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/submit" && s.Submissions != nil {
+		s.Submissions.ServeHTTP(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/order" {
 		http.NotFound(w, r)
 		return
