@@ -31,9 +31,11 @@ type NodeState struct {
 // Inspect reads, and only reads, what every node holds under key: the lock of Lock, TryLock, Do
 // or LockAll, or else an RWMutex's writer, or else an RWMutex's live readers or a Semaphore's
 // live holders (their tokens and owners comma-separated, and the longest time left), with the
-// owners that the holders' Clients stored (WithOwner). It waits at most the node timeout. Its
-// error is non-nil only for bad input (an empty key) or when no node answered; otherwise every
-// node is in Nodes, one that failed with its Err.
+// owners that the holders' Clients stored (WithOwner). It waits for each node up to the node
+// timeout, whatever the others answered: a node that fails at once (one that refuses
+// connections) does not cut the others' answers short. Its error is non-nil only for bad input
+// (an empty key) or when no node answered; otherwise every node is in Nodes, one that failed
+// with its Err.
 func (c *Client) Inspect(ctx context.Context, key string) (Inspection, error) {
 	if err := c.checkKey(key); err != nil {
 		return Inspection{}, err
@@ -95,24 +97,24 @@ func ownerOf(tokens string) string {
 	return strings.Join(owners, ",")
 }
 
-// read reads the keys of in on every node, waiting at most the node timeout, and returns each
-// node's reply, in node order. It fails when no node answered.
-func (c *Client) read(ctx context.Context, in wire.Inspect) ([]quorum.Reply[wire.Reading], error) {
+// read reads the keys of in on every node and returns each node's reply, in node order: every
+// reply that came within the node timeout (or before ctx ended), so that a node failing at once
+// does not cut the others short; the others as failed. It fails when no node answered.
+func (c *Client) read(ctx context.Context, in wire.Inspect) (replies []quorum.Reply[wire.Reading], err error) {
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
 	defer c.leave()
-	cmd := run(wire.InspectScript, in)
-	rd := round[wire.Reading]{c: c, op: NodeRead, cmd: cmd, decode: wire.DecodeReading, wait: c.nodeTimeout, need: len(c.nodes)}
-	out := rd.ask(ctx)
-	out.rest(nil)
-	var replies []quorum.Reply[wire.Reading]
+	rd := round[wire.Reading]{c: c, op: NodeRead, cmd: run(wire.InspectScript, in), decode: wire.DecodeReading, wait: c.nodeTimeout}
+	callCtx, cancel := context.WithTimeout(ctx, rd.wait)
+	defer cancel() // ends only the calls still out at the deadline
+	out := quorum.Start(callCtx, nil, len(c.nodes), rd.call).Gather(callCtx.Done(), nil)
 	for _, rep := range out.Replies {
 		if rep.Err == nil {
 			replies = append(replies, rep)
 		}
 	}
-	errs := nodeErrors(c, ctx, out.Outcome, rd.wait)
+	errs := nodeErrors(c, ctx, out, rd.wait)
 	if len(errs) == len(c.nodes) {
 		return nil, errors.Join(append([]error{errors.New("redlock: no node answered")}, errs...)...)
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // Leader returns the election's leader as a quorum of nodes sees it, reading every node once
-// (at most the node timeout), or ErrNoLeader when no quorum holds the election under one
-// term. When too few nodes answered to tell, it returns an error wrapping ErrNoQuorum.
+// and waiting for each up to the node timeout, or ErrNoLeader when no quorum holds the
+// election under one term. When too few nodes answered to tell, it returns an error wrapping
+// ErrNoQuorum and a *NodeError for each node that did not answer.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	names := e.c.names
 	replies, err := e.c.read(ctx, wire.Inspect{Mutex: e.keys.MutexKeys, RWMutex: names.RWMutex(e.name),
@@ -30,12 +31,15 @@ func (e *Election) leaderOf(replies []quorum.Reply[wire.Reading]) (Leader, error
 	c := e.c
 	holding := map[string][]wire.Reading{}
 	answered := 0
+	var failed []error
 	for _, rep := range replies {
-		if rep.Err == nil {
-			answered++
-			if t := rep.Value.Lock.Token; t != "" {
-				holding[t] = append(holding[t], rep.Value)
-			}
+		if rep.Err != nil {
+			failed = append(failed, rep.Err)
+			continue
+		}
+		answered++
+		if t := rep.Value.Lock.Token; t != "" {
+			holding[t] = append(holding[t], rep.Value)
 		}
 	}
 	for _, rs := range holding {
@@ -58,7 +62,8 @@ func (e *Election) leaderOf(replies []quorum.Reply[wire.Reading]) (Leader, error
 		return Leader{Value: best.Value, Term: best.Term, Until: c.clock.Now().Add(left)}, nil
 	}
 	if answered < c.quorum {
-		return Leader{}, errors.Join(ErrNoQuorum, errors.New("redlock: too few nodes answered to tell the leader"))
+		why := errors.New("redlock: too few nodes answered to tell the leader")
+		return Leader{}, errors.Join(append([]error{ErrNoQuorum, why}, failed...)...)
 	}
 	return Leader{}, ErrNoLeader
 }

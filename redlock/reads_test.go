@@ -1,0 +1,121 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// readServers starts n redis-server processes and a Client over them with go-redis's default
+// clients and the node timeout d.
+func readServers(t *testing.T, n int, d time.Duration) ([]*redistest.Server, *redlock.Client) {
+	t.Helper()
+	ss := redistest.StartN(t, n)
+	c, err := redlock.New(redistest.Clients(t, redistest.Addrs(ss)...), redlock.WithNodeTimeout(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return ss, c
+}
+
+// firstLeader returns the first Leader that a new Observe of e delivers within d.
+func firstLeader(e *redlock.Election, d time.Duration) (redlock.Leader, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := e.Observe(ctx)
+	defer func() {
+		cancel()
+		for range ch { // until Observe has ended
+		}
+	}()
+	select {
+	case l, ok := <-ch:
+		if !ok {
+			return redlock.Leader{}, errors.New("the channel closed")
+		}
+		return l, nil
+	case <-time.After(d):
+		return redlock.Leader{}, fmt.Errorf("nothing delivered in %v", d)
+	}
+}
+
+// A read answers from every node that answers within the node timeout: one node refusing
+// connections (killed: once go-redis stops redialling it, its errors come at once) does not end
+// the read before the others answered. With a second node stopped, a read still shows what the third holds, and names
+// each failure as it is.
+func TestReadsAnswerWithANodeKilled(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	ss, c := readServers(t, 3, timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := c.Lock(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.Election("e", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := e.Campaign(ctx, "leader-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, "every node holds the lock", func() bool {
+		in, err := c.Inspect(ctx, "k")
+		return err == nil && in.Nodes[0].Token == l.Token() && in.Nodes[1].Token == l.Token() && in.Nodes[2].Token == l.Token()
+	})
+	names, _ := wire.NewNames("")
+	raw := redistest.Clients(t, redistest.Addrs(ss)...)
+	redistest.Eventually(t, "every node holds the term and its value", func() bool {
+		k := names.Election("e")
+		for _, r := range raw {
+			if n, err := r.Exists(ctx, k.Lock, k.Value).Result(); err != nil || n != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	ss[0].Kill()
+
+	const runs = 20
+	var failed []string
+	for range runs {
+		in, err := c.Inspect(ctx, "k")
+		if err != nil || !in.Held || in.Token != l.Token() || in.Nodes[0].Err == nil || in.Nodes[1].Err != nil || in.Nodes[2].Err != nil {
+			failed = append(failed, fmt.Sprintf("Inspect: %+v, %v", in, err))
+		}
+		if ld, err := e.Leader(ctx); err != nil || ld.Value != "leader-1" || ld.Term != term.Term() {
+			failed = append(failed, fmt.Sprintf("Leader: %+v, %v", ld, err))
+		}
+		if ld, err := firstLeader(e, 2*time.Second); err != nil || ld.Term != term.Term() {
+			failed = append(failed, fmt.Sprintf("Observe: %+v, %v", ld, err))
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatalf("with node 0 killed, %d of %d reads failed; the first:\n%s", len(failed), 3*runs, failed[0])
+	}
+
+	ss[1].Pause(t)
+	for range 3 {
+		in, err := c.Inspect(ctx, "k")
+		if err != nil || in.Held || in.Nodes[2].Token != l.Token() || in.Nodes[0].Err == nil || in.Nodes[1].Err == nil ||
+			strings.Contains(in.Nodes[0].Err.Error(), "decided") ||
+			!strings.Contains(in.Nodes[1].Err.Error(), "no reply within "+timeout.String()) {
+			t.Fatalf("with node 0 killed and node 1 stopped, Inspect: %+v, %v", in, err)
+		}
+		_, err = e.Leader(ctx)
+		if !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "node 0 (") ||
+			!strings.Contains(err.Error(), "node 1 (") || strings.Contains(err.Error(), "node 2 (") ||
+			strings.Contains(err.Error(), "before the others decided") {
+			t.Fatalf("with node 0 killed and node 1 stopped, Leader: %v", err)
+		}
+	}
+}
