@@ -136,9 +136,12 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 // A Leader is an election's leader as a quorum of nodes sees it, or, with Term 0, the lack of
 // one.
 type Leader struct {
-	Value string    // "" in the event that says there is no leader
-	Term  uint64    // 0 when there is no leader
-	Until time.Time // on the local clock: the latest the term lasts without a renewal
+	Value string // "" in the event that says there is no leader
+	Term  uint64 // 0 when there is no leader
+	// Until is on the local clock the latest the term lasts without a renewal: counted from
+	// when the read was sent, less the clock drift allowance, it is never later than a quorum
+	// of nodes keeps the term.
+	Until time.Time
 }
 
 // A Term is one leader's term, from Campaign, TryCampaign or Lead. Its methods are safe for

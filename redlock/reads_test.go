@@ -119,3 +119,56 @@ func TestReadsAnswerWithANodeKilled(t *testing.T) {
 		}
 	}
 }
+
+// Leader's Until and what Inspect's TTLs say are never later than the nodes keep the keys:
+// they count from when the read was sent, not from when the slowest node's answer came (here
+// two of five nodes are stopped, so every read waits the whole node timeout).
+func TestReadsNeverPromiseMoreThanTheNodesHold(t *testing.T) {
+	const ttl = 3 * time.Second
+	ss, c := readServers(t, 5, 500*time.Millisecond)
+	ss[3].Pause(t)
+	ss[4].Pause(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := c.Election("e", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := e.Campaign(ctx, "leader-1")
+	campaigned := time.Now() // the nodes set the term's keys before: they expire before this + ttl
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Resign(ctx)
+	latest := campaigned.Add(ttl)
+	l, err := e.Leader(ctx)
+	if err != nil || l.Term != term.Term() {
+		t.Fatalf("Leader: %+v, %v", l, err)
+	}
+	if l.Until.After(latest) {
+		t.Errorf("Leader().Until is %v after the term can last", l.Until.Sub(latest))
+	}
+	if o, err := firstLeader(e, 2*time.Second); err != nil || o.Until.After(latest) {
+		t.Errorf("Observe: %+v, %v: Until %v after the term can last", o, err, o.Until.Sub(latest))
+	}
+
+	lock, err := c.Lock(ctx, "k", ttl)
+	locked := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock(ctx)
+	in, err := c.Inspect(ctx, "k")
+	returned := time.Now()
+	if err != nil || !in.Held {
+		t.Fatalf("Inspect: %+v, %v", in, err)
+	}
+	for i, n := range in.Nodes[:3] {
+		if n.Token != lock.Token() {
+			t.Fatalf("node %d: %+v", i, n)
+		}
+		if over := returned.Add(n.TTL).Sub(locked.Add(ttl)); over > 0 {
+			t.Errorf("node %d: the moment Inspect returned + TTL is %v after the key can last", i, over)
+		}
+	}
+}
