@@ -172,3 +172,35 @@ func TestReadsNeverPromiseMoreThanTheNodesHold(t *testing.T) {
 		}
 	}
 }
+
+// An owner is carried intact, whatever printable text it is, or refused by WithOwner: a comma
+// would split it, as Inspect joins the owners of a Semaphore's holders with commas.
+func TestOwnerCarriedIntactOrRefused(t *testing.T) {
+	nodes := redistest.MiniClients(t, redistest.Minis(t, 3))
+	ctx := context.Background()
+	if c, err := redlock.New(nodes, redlock.WithOwner("web,1 ~x")); err == nil {
+		l, _ := c.TryLock(ctx, "k", time.Minute)
+		in, _ := c.Inspect(ctx, "k")
+		l.Unlock(ctx)
+		c.Close()
+		t.Fatalf(`WithOwner("web,1 ~x") accepted, and Inspect's owner is %q`, in.Owner)
+	} else if !strings.Contains(err.Error(), "comma") {
+		t.Fatalf("WithOwner with a comma: %v; want an error that says so", err)
+	}
+	for _, owner := range []string{"web 1 ~x", "~", "a~b~c", "job (pid 42) ~ host:1", "é~ü"} {
+		c, err := redlock.New(nodes, redlock.WithOwner(owner))
+		if err != nil {
+			t.Fatalf("WithOwner(%q): %v", owner, err)
+		}
+		l, err := c.TryLock(ctx, "k", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := c.Inspect(ctx, "k")
+		if err != nil || in.Owner != owner || in.Nodes[0].Owner != owner {
+			t.Errorf("WithOwner(%q): Inspect says %q, node 0 %q (%v)", owner, in.Owner, in.Nodes[0].Owner, err)
+		}
+		l.Unlock(ctx)
+		c.Close()
+	}
+}
