@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,5 +62,44 @@ func TestStatusWithANodeKilled(t *testing.T) {
 	}
 	if len(failed) > 0 {
 		t.Fatalf("with node 0 killed, %d of %d runs failed; the first:\n%s", len(failed), 2*runs, failed[0])
+	}
+}
+
+// status shows the owner that exec --owner stored, in the table and in -json, and none when
+// exec stored none.
+func TestStatusShowsTheOwner(t *testing.T) {
+	c := startCluster(t)
+	for _, owner := range []string{"deploy bot", ""} {
+		done := filepath.Join(t.TempDir(), "done")
+		r := start(t, []string{"DONE=" + done}, "exec", "--nodes", c.nodes, "--key", "k", "--owner", owner, "--",
+			"sh", "-c", `echo ready; while [ ! -e "$DONE" ]; do sleep 0.05; done`)
+		r.stdout.waitFor(t, "ready")
+		redistest.Eventually(t, "every node holds the lock", func() bool { return c.holders(t, "k") == 3 })
+
+		code, stdout, stderr := runCmd(t, nil, "status", "--nodes", c.nodes, "--key", "k")
+		header := strings.SplitN(stdout+"\n\n", "\n", 3)[1]
+		switch {
+		case code != 0:
+			t.Errorf("owner %q: exit %d\nstderr: %s", owner, code, stderr)
+		case owner != "" && (!strings.Contains(header, "OWNER") || strings.Count(stdout, "  "+owner+"\n") != 3 ||
+			!regexp.MustCompile(`verdict: held on a quorum \(3/3 nodes\) by [^ ]+\.\.\. \(deploy bot\)`).MatchString(stdout)):
+			t.Errorf("owner %q: the table does not show it:\n%s", owner, stdout)
+		case owner == "" && strings.Contains(header, "OWNER"):
+			t.Errorf("no owner, and an OWNER column:\n%s", stdout)
+		}
+		var st struct {
+			Owner string
+			Nodes []struct{ Owner string }
+		}
+		code, stdout, _ = runCmd(t, nil, "status", "--nodes", c.nodes, "--key", "k", "-json")
+		if err := jsonDecode(stdout, &st); err != nil || code != 0 || st.Owner != owner || len(st.Nodes) != 3 ||
+			st.Nodes[0].Owner != owner || st.Nodes[1].Owner != owner || st.Nodes[2].Owner != owner ||
+			(owner == "") == strings.Contains(stdout, `"owner"`) {
+			t.Errorf("owner %q: -json: exit %d, %v\n%s", owner, code, err, stdout)
+		}
+		touch(t, done)
+		if code := r.wait(t); code != 0 {
+			t.Fatalf("exec: exit %d\nstderr: %s", code, r.stderr)
+		}
 	}
 }
