@@ -103,3 +103,62 @@ func TestStatusShowsTheOwner(t *testing.T) {
 		}
 	}
 }
+
+// A password in a URL's query shows nowhere: not in an error about the URL, whichever command
+// reads it and however it came (--nodes, --cluster, $REDLOCK_NODES).
+func TestPasswordInTheQueryNeverShown(t *testing.T) {
+	const secret = "secretpw"
+	urls := []string{
+		"redis://127.0.0.1:1?password=secretpw",
+		"redis://127.0.0.1:1?dial_timeout=1s&password=secretpw",
+		"redis://127.0.0.1:1?Password=secretpw",
+		"redis://127.0.0.1:1?pass%77ord=secretpw",
+		"redis://127.0.0.1:1?sentinel_password=secretpw",
+		"redis://127.0.0.1:1/x?password=secretpw",
+		"redis://127.0.0.1:port?password=secretpw",
+		"redis://127.0.0.1:1?password=secret%zzpw",
+		"redis://127.0.0.1:1?password=secretpw#frag",
+		"redis://a@b@127.0.0.1:1?password=secretpw",
+		"http://127.0.0.1:1?password=secretpw",
+		"redis://?password=secretpw",
+		"redis://127.0.0.1:1,redis://127.0.0.1:1?password=secretpw",
+		"redis+cluster://127.0.0.1:1?password=secretpw",
+		"redis+cluster://127.0.0.1:1?addr=127.0.0.1:2&password=secretpw",
+	}
+	commands := [][]string{
+		{"status", "--key", "k"},
+		{"status", "--election", "e"},
+		{"exec", "--key", "k", "--", "true"},
+		{"elect", "--name", "e", "--value", "v", "--", "true"},
+		{"elect", "--name", "e", "--observe"},
+	}
+	for _, u := range urls {
+		for _, cmd := range commands {
+			args := append([]string{cmd[0], "--nodes", u}, cmd[1:]...)
+			code, stdout, stderr := runCLIWithin(t, 10*time.Second, args...)
+			if strings.Contains(stdout+stderr, secret) || strings.Contains(stdout+stderr, "secret%zzpw") || code != exitUsage {
+				t.Errorf("%q: exit %d, the password shows or no usage error:\n%s%s", args, code, stdout, stderr)
+			}
+		}
+		t.Setenv("REDLOCK_NODES", u)
+		if code, stdout, stderr := runCLIWithin(t, 10*time.Second, "status", "--key", "k"); strings.Contains(stdout+stderr, secret) || code != exitUsage {
+			t.Errorf("REDLOCK_NODES=%s: exit %d:\n%s%s", u, code, stdout, stderr)
+		}
+		if strings.HasPrefix(u, "redis+cluster://") {
+			code, stdout, stderr := runCLIWithin(t, 10*time.Second, "status", "--cluster", u, "--votes", "3", "--key", "k")
+			if strings.Contains(stdout+stderr, secret) || code != exitUsage {
+				t.Errorf("--cluster %s: exit %d:\n%s%s", u, code, stdout, stderr)
+			}
+		}
+	}
+}
+
+// runCLIWithin is runCLI, ended after d.
+func runCLIWithin(t *testing.T, d time.Duration, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var out, errOut strings.Builder
+	code = run(ctx, args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
