@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -161,4 +162,50 @@ func runCLIWithin(t *testing.T, d time.Duration, args ...string) (code int, stdo
 	var out, errOut strings.Builder
 	code = run(ctx, args, &out, &errOut)
 	return code, out.String(), errOut.String()
+}
+
+// Without --wait, elect campaigns until it leads: it waits in line while another candidate
+// leads and runs its command when that one resigns.
+func TestElectCampaignsUntilElected(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	e, err := c.locker.Election("e", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := e.Campaign(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startWith(t, nil, nil, "elect", "--nodes", c.nodes, "--name", "e", "--value", "v", "--verbose", "--", "echo", "ran")
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.inLine(t) {
+		select {
+		case <-r.done:
+			t.Fatalf("elect without --wait ended while another led: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("elect not in line after 10s\nstderr: %s", r.stderr)
+		}
+	}
+	waitLine(t, r.stderr, `redlock elect: campaigning in "e" until elected`)
+	if err := term.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t); code != 0 || r.stdout.String() != "ran\n" {
+		t.Fatalf("exit %d, want 0 and the command run\nstdout: %s\nstderr: %s", code, r.stdout, r.stderr)
+	}
+
+	code, stdout, _ := runCLI(t, "elect", "-h")
+	if code != 0 || !strings.Contains(stdout, "until it leads") || !strings.Contains(stdout, "0 makes one attempt") {
+		t.Errorf("elect -h does not say that it campaigns until elected without --wait:\n%s", stdout)
+	}
+	b, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "| `--wait D` | until elected |") {
+		t.Error("docs/cli.md does not say that elect campaigns until elected without --wait")
+	}
 }
