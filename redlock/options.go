@@ -108,7 +108,8 @@ func WithRetryDelay(min, max time.Duration) Option {
 // "~redlock:", so no lock is ever another's companion.
 //
 // A prefix is either free of "{" or holds a whole hash tag: "{tenant}:" puts every lock of the
-// Client in the tag's slot. Any other "{" is refused.
+// Client in the tag's slot. Any other "{" is refused, and so is a prefix longer than 1,024
+// bytes, the limit of a key.
 func WithKeyPrefix(p string) Option {
 	return func(o *options) error {
 		names, err := wire.NewNames(p)

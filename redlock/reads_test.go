@@ -204,3 +204,97 @@ func TestOwnerCarriedIntactOrRefused(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A ttl that is not positive is refused as such, not by the drift allowance it would leave.
+func TestTTLMustBePositive(t *testing.T) {
+	c, err := redlock.New(redistest.MiniClients(t, redistest.Minis(t, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for _, ttl := range []time.Duration{-time.Second, 0, -time.Millisecond} {
+		want := fmt.Sprintf("redlock: ttl %v must be positive", ttl)
+		if _, err := c.Election("e", ttl); err == nil || err.Error() != want {
+			t.Errorf("Election(e, %v): %v; want %q", ttl, err, want)
+		}
+		if _, err := c.TryLock(ctx, "k", ttl); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("TryLock(k, %v): %v; want %q", ttl, err, want)
+		}
+	}
+}
+
+// Names, keys and values larger than the nodes can serve within the node timeout are refused
+// before anything is sent, with an error that says the limit; the largest allowed work on
+// real servers within the default node timeout.
+func TestSizesRefusedUpFront(t *testing.T) {
+	const maxKey, maxValue = 1024, 64 << 10
+	ss := redistest.StartN(t, 3)
+	c, err := redlock.New(redistest.Clients(t, redistest.Addrs(ss)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	long := strings.Repeat("k", maxKey+1)
+	big := strings.Repeat("v", maxValue+1)
+	keyLimit := fmt.Sprintf("the limit is %d bytes", maxKey)
+	valueLimit := fmt.Sprintf("the limit is %d bytes", maxValue)
+	if _, err := c.Election(long, time.Minute); err == nil || !strings.Contains(err.Error(), keyLimit) {
+		t.Errorf("Election of a name of %d bytes: %v", len(long), err)
+	}
+	if _, err := c.TryLock(ctx, long, time.Minute); err == nil || !strings.Contains(err.Error(), keyLimit) {
+		t.Errorf("TryLock of a key of %d bytes: %v", len(long), err)
+	}
+	if _, err := c.Inspect(ctx, long); err == nil || !strings.Contains(err.Error(), keyLimit) {
+		t.Errorf("Inspect of a key of %d bytes: %v", len(long), err)
+	}
+	if _, err := redlock.New(redistest.Clients(t, ss[0].Addr), redlock.WithKeyPrefix(long)); err == nil || !strings.Contains(err.Error(), keyLimit) {
+		t.Errorf("WithKeyPrefix of %d bytes: %v", len(long), err)
+	}
+	e, err := c.Election(strings.Repeat("e", maxKey), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Campaign(ctx, big); err == nil || !strings.Contains(err.Error(), valueLimit) {
+		t.Errorf("Campaign with a value of %d bytes: %v", len(big), err)
+	}
+	if _, err := e.TryCampaign(ctx, big); err == nil || !strings.Contains(err.Error(), valueLimit) {
+		t.Errorf("TryCampaign with a value of %d bytes: %v", len(big), err)
+	}
+	if err := e.Lead(ctx, big, func(context.Context, *redlock.Term) error { return nil }); err == nil || !strings.Contains(err.Error(), valueLimit) {
+		t.Errorf("Lead with a value of %d bytes: %v", len(big), err)
+	}
+	if in, err := c.Inspect(ctx, strings.Repeat("e", maxKey)); err != nil || in.Held {
+		t.Fatalf("something was sent: %+v, %v", in, err)
+	}
+
+	largest := strings.Repeat("v", maxValue)
+	term, err := e.Campaign(ctx, largest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Proclaim(ctx, big); err == nil || !strings.Contains(err.Error(), valueLimit) {
+		t.Errorf("Proclaim of a value of %d bytes: %v", len(big), err)
+	}
+	if l, err := e.Leader(ctx); err != nil || l.Value != largest {
+		t.Errorf("Leader with a value of %d bytes: %d bytes, %v", len(largest), len(l.Value), err)
+	}
+	if err := term.Proclaim(ctx, strings.Repeat("w", maxValue)); err != nil {
+		t.Errorf("Proclaim of a value of %d bytes: %v", len(largest), err)
+	}
+	if err := term.Resign(ctx); err != nil {
+		t.Errorf("Resign: %v", err)
+	}
+	lock, err := c.Lock(ctx, strings.Repeat("k", maxKey), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := c.Inspect(ctx, lock.Key()); err != nil || !in.Held {
+		t.Errorf("Inspect of a key of %d bytes: %+v, %v", len(lock.Key()), in.Held, err)
+	}
+	if err := lock.Unlock(ctx); err != nil {
+		t.Errorf("Unlock: %v", err)
+	}
+}

@@ -286,6 +286,9 @@ func (c *Client) checkKey(key string) error {
 
 // checkTTL rejects a ttl no lock may have.
 func (c *Client) checkTTL(ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("redlock: ttl %v must be positive", ttl)
+	}
 	if ttl%time.Millisecond != 0 {
 		return fmt.Errorf("redlock: ttl %v is not a whole number of milliseconds (Redis expires keys in ms)", ttl)
 	}

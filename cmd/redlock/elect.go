@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -86,6 +87,9 @@ func (el *electing) parseArgs(fs *flag.FlagSet, args []string) error {
 		return errors.New("-json goes with --observe")
 	case el.value == "":
 		return errors.New("--value is required, unless --observe")
+	}
+	if err := wire.CheckValue(el.value); err != nil {
+		return fmt.Errorf("--value: %v", err)
 	}
 	if err := el.parseRun(fs); err != nil {
 		return err

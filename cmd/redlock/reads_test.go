@@ -66,6 +66,49 @@ func TestStatusWithANodeKilled(t *testing.T) {
 	}
 }
 
+// status --election names each node as it is when too few answered: the credentials a node
+// refused, a connection refused, a stopped node's silence, and the nodes that answered.
+func TestStatusElectionNamesEachNode(t *testing.T) {
+	c := startCluster(t)
+	term := c.holdAll(t)
+	urls := strings.Split(c.nodes, ",")
+	wrong := strings.Join([]string{strings.Replace(urls[0], password, "Wrong-Horse", 1), urls[1], urls[2]}, ",")
+	name := func(i int) string { return fmt.Sprintf("  node %d (redis://alice:xxxxx@%s): ", i, c.servers[i].Addr) }
+
+	// One node refusing the credentials leaves a quorum: the leader, every time.
+	for range 5 {
+		code, stdout, stderr := runCmd(t, nil, "status", "--nodes", wrong, "--election", "e")
+		if code != 0 || !strings.Contains(stdout, `leader "leader-1" term `+strconv.FormatUint(term.Term(), 10)) {
+			t.Fatalf("node 0 refusing the credentials: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+		}
+	}
+
+	c.servers[1].Kill()
+	for range 5 {
+		code, stdout, stderr := runCmd(t, nil, "status", "--nodes", wrong, "--election", "e")
+		if code != 1 || stdout != "" || !hasPrefixLine(stderr, name(0)+"WRONGPASS") ||
+			!hasPrefixLine(stderr, name(1)) || !strings.Contains(stderr, "connection refused") ||
+			!hasPrefixLine(stderr, name(2)+"answered") || strings.Contains(stderr, "decided") {
+			t.Fatalf("node 0 refusing the credentials, node 1 killed: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+		}
+	}
+	c.servers[2].Pause(t)
+	code, stdout, stderr := runCmd(t, nil, "status", "--nodes", c.nodes, "--election", "e", "--node-timeout", "200ms")
+	if code != 1 || stdout != "" || !hasPrefixLine(stderr, name(2)+"no reply within 200ms") || !hasPrefixLine(stderr, name(0)+"answered") {
+		t.Fatalf("node 1 killed, node 2 stopped: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
+// hasPrefixLine reports whether a line of out starts with prefix.
+func hasPrefixLine(out, prefix string) bool {
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // status shows the owner that exec --owner stored, in the table and in -json, and none when
 // exec stored none.
 func TestStatusShowsTheOwner(t *testing.T) {
