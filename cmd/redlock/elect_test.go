@@ -233,14 +233,7 @@ func TestElectTermLostSignalsTheCommand(t *testing.T) {
 func TestElectNotElected(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	e, err := c.locker.Election("e", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	term, err := e.Campaign(ctx, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
+	term := c.lead(t, "other")
 	defer term.Resign(ctx)
 	for _, tc := range []struct{ wait, want string }{
 		{"0s", `redlock elect: not elected in "e"; "other" leads, term ` + strconv.FormatUint(term.Term(), 10) + "\n"},

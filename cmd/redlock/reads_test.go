@@ -42,6 +42,20 @@ func (c *cluster) holdAll(t *testing.T) *redlock.Term {
 	return term
 }
 
+// lead makes the library's Client lead election "e" (ttl a minute) with value.
+func (c *cluster) lead(t *testing.T, value string) *redlock.Term {
+	t.Helper()
+	e, err := c.locker.Election("e", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := e.Campaign(context.Background(), value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return term
+}
+
 // With one node of three killed (connection refused: its errors come at once), status of a
 // key and of an election answer from the other two every time.
 func TestStatusWithANodeKilled(t *testing.T) {
@@ -212,14 +226,7 @@ func runCLIWithin(t *testing.T, d time.Duration, args ...string) (code int, stdo
 func TestElectCampaignsUntilElected(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	e, err := c.locker.Election("e", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	term, err := e.Campaign(ctx, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
+	term := c.lead(t, "other")
 	r := startWith(t, nil, nil, "elect", "--nodes", c.nodes, "--name", "e", "--value", "v", "--verbose", "--", "echo", "ran")
 	deadline := time.Now().Add(10 * time.Second)
 	for !c.inLine(t) {
