@@ -8,23 +8,59 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/redlock"
 )
 
 // readServers starts n redis-server processes and a Client over them with go-redis's default
-// clients and the node timeout d.
-func readServers(t *testing.T, n int, d time.Duration) ([]*redistest.Server, *redlock.Client) {
+// clients, which it returns too, and the node timeout d.
+func readServers(t *testing.T, n int, d time.Duration) ([]*redistest.Server, []redis.UniversalClient, *redlock.Client) {
 	t.Helper()
 	ss := redistest.StartN(t, n)
-	c, err := redlock.New(redistest.Clients(t, redistest.Addrs(ss)...), redlock.WithNodeTimeout(d))
+	nodes := redistest.Clients(t, redistest.Addrs(ss)...)
+	c, err := redlock.New(nodes, redlock.WithNodeTimeout(d))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return ss, c
+	return ss, nodes, c
 }
+
+// failsAtOnce waits until calls through c, whose server was killed, fail at once: go-redis
+// redials a dead server (5 tries, 100ms apart) until as many dials as its pool holds connections
+// have failed, and then fails a call at once, as users' default clients do under a killed node.
+func failsAtOnce(t *testing.T, c redis.UniversalClient) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		start := time.Now()
+		err := c.Process(ctx, pingOnce{redis.NewStatusCmd(ctx, "ping")})
+		fast := err != nil && ctx.Err() == nil && time.Since(start) < 10*time.Millisecond
+		cancel()
+		if fast {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("calls to the killed node still do not fail at once after 30s: %v", err)
+		}
+	}
+}
+
+// comesBack restarts s, killed, and waits until c reaches it: go-redis's goroutine that
+// redials a dead server ends then.
+func comesBack(t *testing.T, s *redistest.Server, c redis.UniversalClient) {
+	t.Helper()
+	s.Restart(t)
+	redistest.Eventually(t, "the restarted node answers", func() bool { return c.Ping(context.Background()).Err() == nil })
+}
+
+// pingOnce is a PING that go-redis does not retry, as the library sends its commands.
+type pingOnce struct{ *redis.StatusCmd }
+
+func (pingOnce) NoRetry() bool { return true }
 
 // firstLeader returns the first Leader that a new Observe of e delivers within d.
 func firstLeader(e *redlock.Election, d time.Duration) (redlock.Leader, error) {
@@ -52,8 +88,8 @@ func firstLeader(e *redlock.Election, d time.Duration) (redlock.Leader, error) {
 // the read before the others answered. With a second node stopped, a read still shows what the third holds, and names
 // each failure as it is.
 func TestReadsAnswerWithANodeKilled(t *testing.T) {
-	const timeout = 300 * time.Millisecond
-	ss, c := readServers(t, 3, timeout)
+	const timeout = 200 * time.Millisecond
+	ss, nodes, c := readServers(t, 3, timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l, err := c.Lock(ctx, "k", time.Minute)
@@ -73,7 +109,7 @@ func TestReadsAnswerWithANodeKilled(t *testing.T) {
 		return err == nil && in.Nodes[0].Token == l.Token() && in.Nodes[1].Token == l.Token() && in.Nodes[2].Token == l.Token()
 	})
 	names, _ := wire.NewNames("")
-	raw := redistest.Clients(t, redistest.Addrs(ss)...)
+	raw := nodes
 	redistest.Eventually(t, "every node holds the term and its value", func() bool {
 		k := names.Election("e")
 		for _, r := range raw {
@@ -84,8 +120,10 @@ func TestReadsAnswerWithANodeKilled(t *testing.T) {
 		return true
 	})
 	ss[0].Kill()
+	failsAtOnce(t, nodes[0])
+	t.Cleanup(func() { comesBack(t, ss[0], nodes[0]) })
 
-	const runs = 20
+	const runs = 10
 	var failed []string
 	for range runs {
 		in, err := c.Inspect(ctx, "k")
@@ -125,7 +163,7 @@ func TestReadsAnswerWithANodeKilled(t *testing.T) {
 // two of five nodes are stopped, so every read waits the whole node timeout).
 func TestReadsNeverPromiseMoreThanTheNodesHold(t *testing.T) {
 	const ttl = 3 * time.Second
-	ss, c := readServers(t, 5, 500*time.Millisecond)
+	ss, _, c := readServers(t, 5, 500*time.Millisecond)
 	ss[3].Pause(t)
 	ss[4].Pause(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -226,11 +264,12 @@ func TestTTLMustBePositive(t *testing.T) {
 
 // Names, keys and values larger than the nodes can serve within the node timeout are refused
 // before anything is sent, with an error that says the limit; the largest allowed work on
-// real servers within the default node timeout.
+// real servers (with a node timeout that a busy test machine leaves room for: on an idle one
+// they take a millisecond or two, docs/election.md).
 func TestSizesRefusedUpFront(t *testing.T) {
 	const maxKey, maxValue = 1024, 64 << 10
 	ss := redistest.StartN(t, 3)
-	c, err := redlock.New(redistest.Clients(t, redistest.Addrs(ss)...))
+	c, err := redlock.New(redistest.Clients(t, redistest.Addrs(ss)...), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestStatusWithANodeKilled(t *testing.T) {
 	term := c.holdAll(t)
 	c.servers[0].Kill()
 	wantLeader := `leader "leader-1" term ` + strconv.FormatUint(term.Term(), 10) + " until "
-	const runs = 10
+	const runs = 8
 	var failed []string
 	for range runs {
 		code, stdout, stderr := runCmd(t, nil, "status", "--nodes", c.nodes, "--key", "k")
