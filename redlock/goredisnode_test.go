@@ -55,7 +55,7 @@ func TestGoRedisNodeOverACluster(t *testing.T) {
 		t.Cleanup(func() { cc.Close() })
 		nodes = append(nodes, redlock.GoRedisNode(cc))
 	}
-	c, err := redlock.NewNodes(nodes)
+	c, err := redlock.NewNodes(nodes, redlock.WithNodeTimeout(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

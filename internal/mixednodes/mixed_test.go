@@ -62,7 +62,7 @@ func TestConformance(t *testing.T) { redlocktest.Run(t, connect) }
 func TestOneLockOverThreeClients(t *testing.T) {
 	ss := redistest.StartN(t, 3)
 	addrs := redistest.Addrs(ss)
-	mixed, err := connect(t, addrs, redlock.WithOwner("mixed"))
+	mixed, err := connect(t, addrs, redlock.WithOwner("mixed"), redlock.WithNodeTimeout(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestOneLockOverThreeClients(t *testing.T) {
 		for i, addr := range addrs {
 			nodes[i] = node(t, kind, addr)
 		}
-		other, err := redlock.NewNodes(nodes)
+		other, err := redlock.NewNodes(nodes, redlock.WithNodeTimeout(2*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
