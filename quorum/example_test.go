@@ -41,3 +41,26 @@ func ExampleStart() {
 	// quorum: true
 	// replies: 5 pending: 0
 }
+
+// A read wants every answer it can have: Gather waits for every node until the deadline,
+// whatever each says, so a node that fails at once does not cut the others short.
+func ExampleRound_Gather() {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	r := quorum.Start(ctx, nil, 3, func(ctx context.Context, node int) (string, error) {
+		switch node {
+		case 0:
+			return "", errors.New("connection refused") // at once
+		case 1:
+			time.Sleep(10 * time.Millisecond)
+			return "held by a", nil
+		}
+		<-ctx.Done() // node 2 is silent
+		return "", ctx.Err()
+	})
+	out := r.Gather(ctx.Done(), nil)
+	fmt.Println("replies:", len(out.Replies), "pending:", out.Pending, "stopped:", out.Stopped)
+	r.Rest(nil, func(quorum.Reply[string]) {}) // node 2's call, ended by ctx
+	// Output:
+	// replies: 2 pending: [2] stopped: true
+}

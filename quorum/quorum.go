@@ -119,10 +119,23 @@ type Outcome[T any] struct {
 // reach, or until done is closed or deadline fires (nodes that have not replied by then count as
 // failed). Either channel may be nil.
 func (r *Round[T]) Decide(need int, done <-chan struct{}, deadline <-chan time.Time) Outcome[T] {
+	return r.decide(need, r.n-need, done, deadline)
+}
+
+// Gather reads replies until every node has replied, whatever each said, or until done is
+// closed or deadline fires: a read that wants every answer it can have within a bound. Quorum
+// reports whether every node succeeded.
+func (r *Round[T]) Gather(done <-chan struct{}, deadline <-chan time.Time) Outcome[T] {
+	return r.decide(r.n, r.n, done, deadline)
+}
+
+// decide reads replies until need of them succeeded, until more than tolerate failed, until
+// all are in, or until done or deadline.
+func (r *Round[T]) decide(need, tolerate int, done <-chan struct{}, deadline <-chan time.Time) Outcome[T] {
 	n := r.n
 	var out Outcome[T]
 	ok, failed := 0, 0
-	for ok < need && failed <= n-need && r.read < n {
+	for ok < need && failed <= tolerate && r.read < n && !out.Stopped {
 		select {
 		case <-r.arrived:
 			if r.next().Err == nil {
@@ -131,9 +144,9 @@ func (r *Round[T]) Decide(need int, done <-chan struct{}, deadline <-chan time.T
 				failed++
 			}
 		case <-done:
-			failed, out.Stopped = n, true // everyone still out counts as failed
+			out.Stopped = true // everyone still out counts as failed
 		case <-deadline:
-			failed, out.Stopped = n, true
+			out.Stopped = true
 		}
 	}
 	out.Quorum = ok >= need

@@ -183,3 +183,43 @@ func TestLinger(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Gather waits for every node, whatever each says: a failure that comes first does not end it.
+// Every subset of failed nodes of four, each failure at once and each success after it; a node
+// that never answers is Pending when the deadline fires.
+func TestGather(t *testing.T) {
+	const n = 4
+	for mask := range 1 << n {
+		var wg sync.WaitGroup
+		r := quorum.Start(context.Background(), &wg, n, func(_ context.Context, i int) (int, error) {
+			if mask&(1<<i) != 0 {
+				return 0, errNo
+			}
+			time.Sleep(5 * time.Millisecond) // after every failure
+			return i, nil
+		})
+		out := r.Gather(nil, nil)
+		if len(out.Replies) != n || len(out.Pending) != 0 || out.Stopped || out.Quorum != (mask == 0) {
+			t.Fatalf("failed %04b: %d replies, Pending %v, Stopped %v, Quorum %v; want all %d", mask, len(out.Replies), out.Pending, out.Stopped, out.Quorum, n)
+		}
+		wg.Wait()
+	}
+
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	r := quorum.Start(context.Background(), &wg, 3, func(_ context.Context, i int) (int, error) {
+		switch i {
+		case 0:
+			return 0, errNo
+		case 2:
+			<-release
+		}
+		return i, nil
+	})
+	out := r.Gather(nil, time.After(200*time.Millisecond))
+	if len(out.Replies) != 2 || !slices.Equal(out.Pending, []int{2}) || !out.Stopped || out.Quorum {
+		t.Fatalf("one node silent: %d replies, Pending %v, Stopped %v, Quorum %v", len(out.Replies), out.Pending, out.Stopped, out.Quorum)
+	}
+	close(release)
+	wg.Wait()
+}

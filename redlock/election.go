@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -28,8 +29,9 @@ type Election struct {
 }
 
 // Election returns the election named name, whose terms last ttl unless renewed (the Client
-// renews a term while it lasts: see Campaign). Bad input is an error: an empty name, a ttl as
-// Lock refuses it. It sends nothing.
+// renews a term while it lasts: see Campaign). Bad input is an error: an empty name, a name
+// longer than 1,024 bytes (as any key: the nodes must serve it within the node timeout), a ttl
+// as Lock refuses it. It sends nothing.
 func (c *Client) Election(name string, ttl time.Duration) (*Election, error) {
 	if err := c.checkKey(name); err != nil {
 		return nil, err
@@ -69,9 +71,11 @@ func (e *Election) spec(value string) *spec {
 		}}
 }
 
+// checkValue rejects a value no leader may have: an empty one, and one longer than 64 KiB, which
+// every Leader and Observe reads from every node within the node timeout.
 func checkValue(value string) error {
-	if value == "" {
-		return errors.New("redlock: empty value")
+	if err := wire.CheckValue(value); err != nil {
+		return fmt.Errorf("redlock: %w", err)
 	}
 	return nil
 }
@@ -79,7 +83,8 @@ func checkValue(value string) error {
 // Campaign waits until the Client leads the election with value, ctx ends or the Client closes,
 // as Client.Lock waits for a lock: candidates are served in the order they began to wait. The
 // term is kept until Resign, its loss (Lost closes) or Close. It fails with an error wrapping
-// ErrNotAcquired, as Lock does, and on an empty value.
+// ErrNotAcquired, as Lock does, and, sending nothing, on an empty value or one longer than
+// 64 KiB (every Leader and Observe reads it from every node within the node timeout).
 func (e *Election) Campaign(ctx context.Context, value string) (*Term, error) {
 	if err := checkValue(value); err != nil {
 		return nil, err
@@ -136,9 +141,12 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 // A Leader is an election's leader as a quorum of nodes sees it, or, with Term 0, the lack of
 // one.
 type Leader struct {
-	Value string    // "" in the event that says there is no leader
-	Term  uint64    // 0 when there is no leader
-	Until time.Time // on the local clock: the latest the term lasts without a renewal
+	Value string // "" in the event that says there is no leader
+	Term  uint64 // 0 when there is no leader
+	// Until is on the local clock the latest the term lasts without a renewal: counted from
+	// when the read was sent, less the clock drift allowance, it is never later than a quorum
+	// of nodes keeps the term.
+	Until time.Time
 }
 
 // A Term is one leader's term, from Campaign, TryCampaign or Lead. Its methods are safe for
@@ -178,8 +186,8 @@ func (t *Term) Resign(ctx context.Context) error { return t.l.Unlock(ctx) }
 
 // Proclaim sets the leader's value, keeping the term. It succeeds when a quorum of nodes stored
 // it within the term's validity; otherwise it returns an error wrapping ErrNotHeld (the term
-// ended) or ErrNoQuorum (too few nodes answered; some may show the new value). An empty value is
-// an error that sends nothing.
+// ended) or ErrNoQuorum (too few nodes answered; some may show the new value). An empty value,
+// or one longer than 64 KiB, is an error that sends nothing.
 func (t *Term) Proclaim(ctx context.Context, value string) error {
 	if err := checkValue(value); err != nil {
 		return err

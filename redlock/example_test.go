@@ -319,3 +319,35 @@ func ExampleClient_Resume() {
 	// unlocked: <nil>
 	// again: true
 }
+
+// GoRedisNode makes a go-redis client a Node, so that it mixes in NewNodes with nodes of other
+// clients: here a Node written against the contract, as redlockrueidis.Node and
+// redlockvalkey.Node are. New is NewNodes over GoRedisNode of each client.
+func ExampleGoRedisNode() {
+	servers, stop := masters(3)
+	defer stop()
+	other := redis.NewClient(&redis.Options{Addr: servers[2].(*redis.Client).Options().Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer other.Close()
+
+	locker, err := redlock.NewNodes([]redlock.Node{
+		redlock.GoRedisNode(servers[0]),
+		redlock.GoRedisNode(servers[1]),
+		goredisNode{other},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer locker.Close()
+	ctx := context.Background()
+	lock, err := locker.Lock(ctx, "report", 10*time.Second)
+	fmt.Println("acquired:", err)
+	fmt.Println("released:", lock.Unlock(ctx))
+
+	_, err = redlock.NewNodes([]redlock.Node{redlock.GoRedisNode(servers[0]), redlock.GoRedisNode(servers[0])})
+	fmt.Println(err)
+	// Output:
+	// acquired: <nil>
+	// released: <nil>
+	// redlock: node 1 is the same client as node 0
+}

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A goredisNode is a Node over a go-redis client, as New makes them.
+// A goredisNode is a Node over a go-redis client, as GoRedisNode (and so New) makes them.
 //
 // go-redis bounds a call by its client's read and write timeouts (3 s by default), not by the
 // context, and retries a failed call (READONLY, a timeout) with back-off. So every command is
@@ -20,24 +20,85 @@ import (
 // (READONLY, OOM, NOPERM) comes back at once. The Client stops waiting for a call at its
 // deadline (see round.ask); a call to a stopped node then ends in go-redis by its timeouts.
 // Subscriptions go through a view of a *redis.Client (WithTimeout, sharing its connections)
-// whose timeouts are the node timeout, so that making one never waits on a stuck node longer.
+// whose timeouts are the node timeout (the default's for a node used on its own), so that
+// making one never waits on a stuck node longer.
 type goredisNode struct {
-	addr string
-	send func(ctx context.Context, cmd redis.Cmder) error
-	sub  redis.UniversalClient // where Listen subscribes
+	client redis.UniversalClient
+	addr   string
+	// send sends a command: process, bounded by the context's deadline for a node used on its
+	// own; a Client's copy (forClient) sends by process (through refusals for a *redis.Client),
+	// since the Client stops waiting for a call at its deadline itself (see round.ask).
+	send    func(ctx context.Context, cmd redis.Cmder) error
+	process func(ctx context.Context, cmd redis.Cmder) error // a *redis.Client's through its batcher
+	sub     redis.UniversalClient                            // where Listen subscribes
 }
 
 var _ Commander = (*goredisNode)(nil)
 
-func newGoredisNode(u redis.UniversalClient, timeout time.Duration) *goredisNode {
-	switch u := u.(type) {
-	case *redis.Client:
-		b := &batcher{node: u}
-		return &goredisNode{addr: u.Options().Addr, send: new(refusals).send(b.process, timeout), sub: u.WithTimeout(timeout)}
-	case *redis.ClusterClient:
-		return &goredisNode{addr: strings.Join(u.Options().Addrs, ","), send: u.Process, sub: u}
+// GoRedisNode returns a Node over c, a go-redis client, as New makes of each of its clients, so
+// that go-redis clients mix with nodes of other clients (redlockrueidis, redlockvalkey) in
+// NewNodes. A *redis.Client is one master, and the calls that many goroutines make to it at once
+// go out together in one pipeline; a *redis.ClusterClient is a whole Redis Cluster, one vote,
+// as in New. Every command is sent once, never retried by go-redis, and each call returns by its
+// context's deadline (a Client stops waiting for it at the node timeout), though go-redis ends
+// the call itself only by its client's own timeouts. It returns nil for a nil c, which NewNodes
+// refuses.
+func GoRedisNode(c redis.UniversalClient) Node {
+	if isNil(c) {
+		return nil
 	}
-	return &goredisNode{send: u.Process, sub: u}
+	n := &goredisNode{client: c, process: c.Process, sub: c}
+	switch u := c.(type) {
+	case *redis.Client:
+		n.addr, n.process = u.Options().Addr, (&batcher{node: u}).process
+		n.sub = u.WithTimeout(defaultOptions().nodeTimeout)
+	case *redis.ClusterClient:
+		n.addr = strings.Join(u.Options().Addrs, ",")
+	}
+	n.send = n.byDeadline
+	return n
+}
+
+// newGoredisNode returns GoRedisNode(u) as a Client whose node timeout is timeout uses it.
+func newGoredisNode(u redis.UniversalClient, timeout time.Duration) *goredisNode {
+	return GoRedisNode(u).(*goredisNode).forClient(timeout)
+}
+
+// forClient returns a copy of n for a Client whose node timeout is timeout: it sends by
+// process (a *redis.Client's failing at once while its node refuses connections, see refusals),
+// and a *redis.Client's subscriptions go through a view of it (sharing its
+// connections) whose timeouts are the node timeout. The copy shares n's batcher.
+func (n *goredisNode) forClient(timeout time.Duration) *goredisNode {
+	c := *n
+	c.send = n.process
+	if u, ok := n.client.(*redis.Client); ok {
+		c.send = new(refusals).send(n.process, timeout)
+		c.sub = u.WithTimeout(timeout)
+	}
+	return &c
+}
+
+// byDeadline sends cmd by process and returns by ctx's end whatever go-redis does: the call goes
+// on in a goroutine of its own until go-redis ends it by its client's timeouts, and cmd is not
+// to be read then.
+func (n *goredisNode) byDeadline(ctx context.Context, cmd redis.Cmder) error {
+	if ctx.Done() == nil {
+		return n.process(ctx, cmd)
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.process(ctx, cmd) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// isCluster reports whether n is a whole Redis Cluster.
+func (n *goredisNode) isCluster() bool {
+	_, ok := n.client.(*redis.ClusterClient)
+	return ok
 }
 
 func (n *goredisNode) String() string { return n.addr }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -23,7 +24,7 @@ type Inspection struct {
 // A NodeState is what one node holds under a key.
 type NodeState struct {
 	Token, Owner string        // "" when the node does not hold the key
-	TTL          time.Duration // the key's remaining time on the node
+	TTL          time.Duration // the key's time left on the node when Inspect returned (see Inspect)
 	Fence        uint64        // the key's fencing counter there (WithFencing), 0 for none
 	Err          error         // the node's failure, if it did not answer
 }
@@ -31,22 +32,33 @@ type NodeState struct {
 // Inspect reads, and only reads, what every node holds under key: the lock of Lock, TryLock, Do
 // or LockAll, or else an RWMutex's writer, or else an RWMutex's live readers or a Semaphore's
 // live holders (their tokens and owners comma-separated, and the longest time left), with the
-// owners that the holders' Clients stored (WithOwner). It waits at most the node timeout. Its
-// error is non-nil only for bad input (an empty key) or when no node answered; otherwise every
-// node is in Nodes, one that failed with its Err.
+// owners that the holders' Clients stored (WithOwner). It waits for each node up to the node
+// timeout, whatever the others answered: a node that fails at once (one that refuses
+// connections) does not cut the others' answers short. Its error is non-nil only for bad input
+// (an empty key) or when no node answered; otherwise every node is in Nodes, one that failed
+// with its Err.
+//
+// A node's TTL is the time its key has left as of Inspect's return, never more: what the node
+// said less the time since the read was sent (the node read it later) and less the clock drift
+// allowance over it (WithDriftFactor), so that the moment Inspect returns plus TTL is never
+// later than the key's expiry on that node; 0 when the key may have expired since.
 func (c *Client) Inspect(ctx context.Context, key string) (Inspection, error) {
 	if err := c.checkKey(key); err != nil {
 		return Inspection{}, err
 	}
-	replies, err := c.read(ctx, wire.Inspect{Mutex: c.names.Mutex(key), RWMutex: c.names.RWMutex(key),
+	replies, start, err := c.read(ctx, wire.Inspect{Mutex: c.names.Mutex(key), RWMutex: c.names.RWMutex(key),
 		Semaphore: c.names.Semaphore(key), Value: c.names.Election(key).Value})
 	if err != nil {
 		return Inspection{}, err
 	}
 	in := Inspection{Key: key, Nodes: make([]NodeState, len(c.nodes))}
 	count := map[string]int{}
+	elapsed := c.clock.Now().Sub(start)
 	for i, rep := range replies {
 		in.Nodes[i] = nodeState(rep)
+		if ttl := in.Nodes[i].TTL; ttl > 0 { // as of now, and never later than the node keeps it
+			in.Nodes[i].TTL = max(ttl-elapsed-clock.Drift(ttl, c.driftFactor), 0)
+		}
 		if t := in.Nodes[i].Token; t != "" {
 			count[t]++
 		}
@@ -95,30 +107,32 @@ func ownerOf(tokens string) string {
 	return strings.Join(owners, ",")
 }
 
-// read reads the keys of in on every node, waiting at most the node timeout, and returns each
-// node's reply, in node order. It fails when no node answered.
-func (c *Client) read(ctx context.Context, in wire.Inspect) ([]quorum.Reply[wire.Reading], error) {
+// read reads the keys of in on every node and returns each node's reply, in node order: every
+// reply that came within the node timeout (or before ctx ended), so that a node failing at once
+// does not cut the others short; the others as failed. start is when the read was sent: a
+// node read its keys' ttls after it. read fails when no node answered.
+func (c *Client) read(ctx context.Context, in wire.Inspect) (replies []quorum.Reply[wire.Reading], start time.Time, err error) {
 	if err := c.enter(); err != nil {
-		return nil, err
+		return nil, start, err
 	}
 	defer c.leave()
-	cmd := run(wire.InspectScript, in)
-	rd := round[wire.Reading]{c: c, op: NodeRead, cmd: cmd, decode: wire.DecodeReading, wait: c.nodeTimeout, need: len(c.nodes)}
-	out := rd.ask(ctx)
-	out.rest(nil)
-	var replies []quorum.Reply[wire.Reading]
+	rd := round[wire.Reading]{c: c, op: NodeRead, cmd: run(wire.InspectScript, in), decode: wire.DecodeReading, wait: c.nodeTimeout}
+	start = c.clock.Now()
+	callCtx, cancel := context.WithTimeout(ctx, rd.wait)
+	defer cancel() // ends only the calls still out at the deadline
+	out := quorum.Start(callCtx, nil, len(c.nodes), rd.call).Gather(callCtx.Done(), nil)
 	for _, rep := range out.Replies {
 		if rep.Err == nil {
 			replies = append(replies, rep)
 		}
 	}
-	errs := nodeErrors(c, ctx, out.Outcome, rd.wait)
+	errs := nodeErrors(c, ctx, out, rd.wait)
 	if len(errs) == len(c.nodes) {
-		return nil, errors.Join(append([]error{errors.New("redlock: no node answered")}, errs...)...)
+		return nil, start, errors.Join(append([]error{errors.New("redlock: no node answered")}, errs...)...)
 	}
 	for _, err := range errs {
 		replies = append(replies, quorum.Reply[wire.Reading]{Node: err.(*NodeError).Node, Err: err})
 	}
 	slices.SortFunc(replies, func(a, b quorum.Reply[wire.Reading]) int { return a.Node - b.Node })
-	return replies, nil
+	return replies, start, nil
 }

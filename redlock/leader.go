@@ -12,30 +12,34 @@ import (
 )
 
 // Leader returns the election's leader as a quorum of nodes sees it, reading every node once
-// (at most the node timeout), or ErrNoLeader when no quorum holds the election under one
-// term. When too few nodes answered to tell, it returns an error wrapping ErrNoQuorum.
+// and waiting for each up to the node timeout, or ErrNoLeader when no quorum holds the
+// election under one term. When too few nodes answered to tell, it returns an error wrapping
+// ErrNoQuorum and a *NodeError for each node that did not answer.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	names := e.c.names
-	replies, err := e.c.read(ctx, wire.Inspect{Mutex: e.keys.MutexKeys, RWMutex: names.RWMutex(e.name),
+	replies, start, err := e.c.read(ctx, wire.Inspect{Mutex: e.keys.MutexKeys, RWMutex: names.RWMutex(e.name),
 		Semaphore: names.Semaphore(e.name), Value: e.keys.Value})
 	if err != nil {
 		return Leader{}, errors.Join(ErrNoQuorum, err)
 	}
-	return e.leaderOf(replies)
+	return e.leaderOf(replies, start)
 }
 
-// leaderOf weighs the nodes' readings: the leader is the term whose token a quorum holds, with
-// the latest value those nodes hold for it.
-func (e *Election) leaderOf(replies []quorum.Reply[wire.Reading]) (Leader, error) {
+// leaderOf weighs the nodes' readings, sent at start: the leader is the term whose token a
+// quorum holds, with the latest value those nodes hold for it.
+func (e *Election) leaderOf(replies []quorum.Reply[wire.Reading], start time.Time) (Leader, error) {
 	c := e.c
 	holding := map[string][]wire.Reading{}
 	answered := 0
+	var failed []error
 	for _, rep := range replies {
-		if rep.Err == nil {
-			answered++
-			if t := rep.Value.Lock.Token; t != "" {
-				holding[t] = append(holding[t], rep.Value)
-			}
+		if rep.Err != nil {
+			failed = append(failed, rep.Err)
+			continue
+		}
+		answered++
+		if t := rep.Value.Lock.Token; t != "" {
+			holding[t] = append(holding[t], rep.Value)
 		}
 	}
 	for _, rs := range holding {
@@ -54,11 +58,14 @@ func (e *Election) leaderOf(replies []quorum.Reply[wire.Reading]) (Leader, error
 			break
 		}
 		slices.Sort(ttls)
+		// The nodes read their ttls after start: counted from it, Until is never later than the
+		// quorum keeps the term.
 		left := ttls[len(ttls)-c.quorum] - clock.Drift(e.ttl, c.driftFactor)
-		return Leader{Value: best.Value, Term: best.Term, Until: c.clock.Now().Add(left)}, nil
+		return Leader{Value: best.Value, Term: best.Term, Until: start.Add(left)}, nil
 	}
 	if answered < c.quorum {
-		return Leader{}, errors.Join(ErrNoQuorum, errors.New("redlock: too few nodes answered to tell the leader"))
+		why := errors.New("redlock: too few nodes answered to tell the leader")
+		return Leader{}, errors.Join(append([]error{ErrNoQuorum, why}, failed...)...)
 	}
 	return Leader{}, ErrNoLeader
 }

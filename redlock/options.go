@@ -108,7 +108,8 @@ func WithRetryDelay(min, max time.Duration) Option {
 // "~redlock:", so no lock is ever another's companion.
 //
 // A prefix is either free of "{" or holds a whole hash tag: "{tenant}:" puts every lock of the
-// Client in the tag's slot. Any other "{" is refused.
+// Client in the tag's slot. Any other "{" is refused, and so is a prefix longer than 1,024
+// bytes, the limit of a key.
 func WithKeyPrefix(p string) Option {
 	return func(o *options) error {
 		names, err := wire.NewNames(p)
@@ -172,11 +173,16 @@ const maxOwner = 128
 // WithOwner stores owner with every lock the Client takes (a host name, a process, a job), so
 // that Client.Inspect and redlock status show who holds a key. It is part of the token stored
 // on the nodes: the token's 128 random bits, then "~" and owner. owner is 1 to 128 bytes of
-// printable text. Default: none.
+// printable text without a comma, and comes back from Inspect exactly as given ("~" and spaces
+// included). A comma is refused: Inspect joins the tokens and owners of a Semaphore's holders
+// with commas, so an owner holding one could not be told apart from two. Default: none.
 func WithOwner(owner string) Option {
 	return func(o *options) error {
 		if owner == "" || len(owner) > maxOwner || strings.ContainsFunc(owner, func(r rune) bool { return !unicode.IsPrint(r) }) {
 			return fmt.Errorf("redlock: owner %q must be 1 to %d bytes of printable text", owner, maxOwner)
+		}
+		if strings.Contains(owner, ",") {
+			return fmt.Errorf("redlock: owner %q has a comma, which Inspect uses to separate owners", owner)
 		}
 		o.owner = owner
 		return nil

@@ -76,39 +76,19 @@ type Client struct {
 // and ends by the go-redis client's own timeouts.
 //
 // New checks everything and sends nothing: it fails on no nodes, a nil node, a node given
-// twice, or an option out of range.
+// twice, or an option out of range. It is NewNodes over GoRedisNode of each node.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
-	if len(nodes) == 0 {
-		return nil, errors.New("redlock: no nodes")
-	}
-	o, err := applyOptions(opts)
-	if err != nil {
-		return nil, err
-	}
 	ns := make([]Node, len(nodes))
 	for i, n := range nodes {
-		if isNil(n) {
-			return nil, fmt.Errorf("redlock: node %d is nil", i)
-		}
-		for j := range i {
-			if same(nodes[j], n) {
-				return nil, fmt.Errorf("redlock: node %d is the same client as node %d", i, j)
-			}
-		}
-		ns[i] = newGoredisNode(n, o.nodeTimeout)
+		ns[i] = GoRedisNode(n)
 	}
-	c := newClient(ns, o)
-	for i, n := range nodes {
-		if _, ok := n.(*redis.ClusterClient); ok && c.clusterNode < 0 {
-			c.clusterNode = i
-		}
-	}
-	return c, nil
+	return NewNodes(ns, opts...)
 }
 
 // NewNodes returns a Client over nodes of any kind (see Node), as New does for go-redis
-// clients; nodes of different kinds mix. A node that has a String method is named by it in
-// errors. NewNodes fails on no nodes, a nil node, a node given twice, or an option out of range.
+// clients; nodes of different kinds mix (GoRedisNode makes a go-redis client one). A node that
+// has a String method is named by it in errors. NewNodes fails on no nodes, a nil node, a node
+// given twice (or two GoRedisNodes over one client), or an option out of range.
 func NewNodes(nodes []Node, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("redlock: no nodes")
@@ -117,17 +97,42 @@ func NewNodes(nodes []Node, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	ns := make([]Node, len(nodes))
+	cluster := -1
 	for i, n := range nodes {
 		if isNil(n) {
 			return nil, fmt.Errorf("redlock: node %d is nil", i)
 		}
 		for j := range i {
-			if same(nodes[j], n) {
-				return nil, fmt.Errorf("redlock: node %d is the same node as node %d", i, j)
+			if err := twice(nodes[j], n, j, i); err != nil {
+				return nil, err
+			}
+		}
+		ns[i] = n
+		if g, ok := n.(*goredisNode); ok {
+			ns[i] = g.forClient(o.nodeTimeout)
+			if g.isCluster() && cluster < 0 {
+				cluster = i
 			}
 		}
 	}
-	return newClient(append([]Node(nil), nodes...), o), nil
+	c := newClient(ns, o)
+	c.clusterNode = cluster
+	return c, nil
+}
+
+// twice returns the error for node i being node j again: the same Node, or GoRedisNodes over
+// one go-redis client.
+func twice(a, b Node, j, i int) error {
+	ga, okA := a.(*goredisNode)
+	gb, okB := b.(*goredisNode)
+	switch {
+	case okA && okB && same(ga.client, gb.client):
+		return fmt.Errorf("redlock: node %d is the same client as node %d", i, j)
+	case same(a, b):
+		return fmt.Errorf("redlock: node %d is the same node as node %d", i, j)
+	}
+	return nil
 }
 
 // newClient returns a Client over nodes with options o.
@@ -298,6 +303,9 @@ func (c *Client) checkKey(key string) error {
 
 // checkTTL rejects a ttl no lock may have.
 func (c *Client) checkTTL(ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("redlock: ttl %v must be positive", ttl)
+	}
 	if ttl%time.Millisecond != 0 {
 		return fmt.Errorf("redlock: ttl %v is not a whole number of milliseconds (Redis expires keys in ms)", ttl)
 	}

@@ -35,3 +35,10 @@ func TestGoRedisCluster(t *testing.T) {
 		return redlock.New(nodes, opts...)
 	})
 }
+
+// GoRedisNode, the node New makes of each go-redis client, passes the node's own table.
+func TestGoRedisNode(t *testing.T) {
+	redlocktest.RunNode(t, func(t *testing.T, addr string) redlock.Node {
+		return redlock.GoRedisNode(redistest.Client(t, addr))
+	})
+}

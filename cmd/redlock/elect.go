@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -17,13 +18,15 @@ const electUsage = `usage: redlock elect (--nodes URL,URL,... | --cluster URL --
        redlock elect (--nodes URL,URL,... | --cluster URL --votes N) --name NAME --observe [-json]
 
 Campaigns in the election NAME with the value V (an address, a host name: what the others need
-to find the leader) until it leads, or until --wait has passed; runs COMMAND while it leads,
-and resigns when COMMAND ends, which makes the next candidate leader at once. COMMAND finds the
-term's number in $REDLOCK_TERM: it increases from one leader to the next, a fencing token to
-hand to what the leader writes to. COMMAND runs as under redlock exec: in a process group of
-its own, signals passed on, a guard and a parent-death signal; if the term is lost, the group
-gets SIGTERM, then SIGKILL after --grace, or at once when COMMAND has exited. A leader that
-dies without resigning is followed when its --ttl has run out.
+to find the leader) until it leads: without --wait for as long as it takes, waiting in line
+behind the leader as a standby does; with --wait D it gives up after D (exit 75), and with
+--wait 0 after one attempt. It runs COMMAND while it leads, and resigns when COMMAND ends,
+which makes the next candidate leader at once. COMMAND finds the term's number in
+$REDLOCK_TERM: it increases from one leader to the next, a fencing token to hand to what the
+leader writes to. COMMAND runs as under redlock exec: in a process group of its own, signals
+passed on, a guard and a parent-death signal; if the term is lost, the group gets SIGTERM, then
+SIGKILL after --grace, or at once when COMMAND has exited. A leader that dies without resigning
+is followed when its --ttl has run out.
 
 With --observe, it prints the leader now and then at every change, one line each, until
 SIGINT or SIGTERM: 'leader "V" term N until 15:04:05.000' or 'no leader'; with -json,
@@ -58,6 +61,7 @@ func (el *electing) flagSet() *flag.FlagSet {
 	fs.StringVar(&el.election, "name", "", "the election's `name` (required)")
 	fs.StringVar(&el.value, "value", "", "the leader's `value` while this candidate leads: an address, a host name (required unless --observe)")
 	el.registerRun(fs, "term")
+	fs.Lookup("wait").Usage = "how long to campaign before giving up with exit 75; without --wait, until elected; 0 makes one attempt"
 	fs.BoolVar(&el.observe, "observe", false, "run no command: print the leader now and at every change, until interrupted")
 	fs.BoolVar(&el.json, "json", false, "with --observe, print each state as a JSON object")
 	fs.Usage = func() {
@@ -84,7 +88,23 @@ func (el *electing) parseArgs(fs *flag.FlagSet, args []string) error {
 	case el.value == "":
 		return errors.New("--value is required, unless --observe")
 	}
-	return el.parseRun(fs)
+	if err := wire.CheckValue(el.value); err != nil {
+		return fmt.Errorf("--value: %v", err)
+	}
+	if err := el.parseRun(fs); err != nil {
+		return err
+	}
+	if !given(fs, "wait") {
+		el.wait = waitUnbounded
+	}
+	return nil
+}
+
+// given reports whether the command line set the flag name.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // parseObserve checks the command line of --observe and reads the nodes.
@@ -144,7 +164,10 @@ func (el *electing) campaign(ctx context.Context, locker *redlock.Client) (*redl
 		el.errorf("%v", err)
 		return nil, exitSoftware
 	}
-	if el.wait > 0 {
+	switch {
+	case el.wait == waitUnbounded:
+		el.logf("campaigning in %q until elected", el.election)
+	case el.wait > 0:
 		el.logf("campaigning up to %v in %q", el.wait, el.election)
 	}
 	try := func(ctx context.Context) (*redlock.Term, error) { return e.TryCampaign(ctx, el.value) }

@@ -233,14 +233,7 @@ func TestElectTermLostSignalsTheCommand(t *testing.T) {
 func TestElectNotElected(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	e, err := c.locker.Election("e", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	term, err := e.Campaign(ctx, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
+	term := c.lead(t, "other")
 	defer term.Resign(ctx)
 	for _, tc := range []struct{ wait, want string }{
 		{"0s", `redlock elect: not elected in "e"; "other" leads, term ` + strconv.FormatUint(term.Term(), 10) + "\n"},
@@ -271,6 +264,8 @@ func TestElectUsageErrors(t *testing.T) {
 		{[]string{"--name", "~redlock:e", "--value", "v", "--", "true"}, `--name: key "~redlock:e" starts with "~redlock:"`},
 		{[]string{"--name", "e", "--", "true"}, "--value is required, unless --observe"},
 		{[]string{"--name", "e", "--value", "", "--", "true"}, "--value is required, unless --observe"},
+		{[]string{"--name", strings.Repeat("n", 1025), "--value", "v", "--", "true"}, "--name: key of 1025 bytes is too long: the limit is 1024 bytes"},
+		{[]string{"--name", "e", "--value", strings.Repeat("v", 64<<10+1), "--", "true"}, "--value: value of 65537 bytes is too long: the limit is 65536 bytes"},
 		{[]string{"--name", "e", "--value", "v", "--ttl", "2ms", "--", "true"}, "--ttl 2ms must be longer than the clock drift it allows for"},
 		{[]string{"--name", "e", "--value", "v", "--ttl", "-1s", "--", "true"}, "--ttl -1s must be a positive whole number of milliseconds"},
 		{[]string{"--name", "e", "--value", "v"}, "no command to run (put it after --)"},

@@ -78,7 +78,7 @@ func (e *execution) flagSet() *flag.FlagSet {
 	registerKey(fs, &e.key)
 	e.registerRun(fs, "lock")
 	fs.BoolVar(&e.fence, "fence", false, "acquire with a fencing token (one more round trip) and give it to the command in $REDLOCK_FENCE")
-	fs.StringVar(&e.owner, "owner", defaultOwner(), "who holds the lock, stored with it for redlock status to show: 1 to 128 bytes of printable text, \"\" for none")
+	fs.StringVar(&e.owner, "owner", defaultOwner(), "who holds the lock, stored with it for redlock status to show: 1 to 128 bytes of printable text without a comma, \"\" for none")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), execUsage)
 		fs.PrintDefaults()

@@ -40,10 +40,8 @@ func (s *statusConfig) showLeader(ctx context.Context, nodes []node, cs []redis.
 	case errors.Is(err, redlock.ErrNoLeader):
 	case err != nil:
 		fmt.Fprintf(stderr, "redlock status: election %q: fewer than %s answered; the leader is unknown\n", s.election, count(quorum.Of(len(nodes)), "node"))
-		for _, line := range describe(err, nodes) {
-			if _, ok := lineNode(line); ok {
-				fmt.Fprintf(stderr, "  %s\n", line)
-			}
+		for _, line := range eachNode(err, nodes) {
+			fmt.Fprintf(stderr, "  %s\n", line)
 		}
 		return 1
 	}
@@ -62,4 +60,23 @@ func (s *statusConfig) showLeader(ctx context.Context, nodes []node, cs []redis.
 	}
 	fmt.Fprintf(stdout, "%s (%v left)\n", leaderLine(l), time.Until(l.Until).Round(time.Millisecond))
 	return 0
+}
+
+// eachNode returns a line for every node, in node order: its failure in err (see describe), or
+// "answered" for a node that err does not name.
+func eachNode(err error, nodes []node) []string {
+	failed := map[int]string{}
+	for _, line := range describe(err, nodes) {
+		if i, ok := lineNode(line); ok && failed[i] == "" {
+			failed[i] = line
+		}
+	}
+	lines := make([]string, len(nodes))
+	for i, n := range nodes {
+		lines[i] = failed[i]
+		if lines[i] == "" {
+			lines[i] = fmt.Sprintf("node %d (%s): answered", i, n.name)
+		}
+	}
+	return lines
 }

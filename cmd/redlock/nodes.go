@@ -167,6 +167,10 @@ func parseNode(i int, raw string) (node, []string, error) {
 		// Parsers' errors may quote pieces of such a URL, password included.
 		return node{}, nil, fmt.Errorf("node %d (%s): not a clear URL: escape '@', ':', '/', '?' and '#' in the user name and password as %%XX", i, name)
 	}
+	if _, err := url.ParseQuery(u.RawQuery); err != nil {
+		// go-redis would drop such a parameter silently, a password in it included.
+		return node{}, nil, fmt.Errorf("node %d (%s): not a clear URL: a query parameter is malformed; escape '%%' as %%25 and ';' as %%3B", i, name)
+	}
 	if u.Host == "" {
 		return node{}, nil, fmt.Errorf("node %d (%s): no host", i, name)
 	}
@@ -200,8 +204,9 @@ func parseNode(i int, raw string) (node, []string, error) {
 	return n, addrs, nil
 }
 
-// redact returns raw with the password of its user information replaced by "xxxxx", also when
-// raw is not a valid URL.
+// redact returns raw with the password of its user information, and the value of every query
+// parameter whose name holds "pass" (password=, sentinel_password=), replaced by "xxxxx", also
+// when raw is not a valid URL.
 func redact(raw string) string {
 	name, _ := redactURL(raw)
 	return name
@@ -212,6 +217,12 @@ func redact(raw string) string {
 // '/' or '?'), everything between the user name and the last '@' is hidden: that may hide more
 // of an odd URL than needed, never less than the password.
 func redactURL(raw string) (name string, clean bool) {
+	name, clean = redactUser(raw)
+	return redactQuery(name), clean
+}
+
+// redactUser is redactURL for the user information alone.
+func redactUser(raw string) (name string, clean bool) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		scheme, rest = "", raw
@@ -230,6 +241,36 @@ func redactURL(raw string) (name string, clean bool) {
 		return raw, false
 	}
 	return scheme + user + ":xxxxx" + rest[at:], false
+}
+
+// redactQuery returns s with the value of every query parameter whose name, unescaped, holds
+// "pass" in any case replaced by "xxxxx": everything after the first "?" is the query, split at
+// "&" and ";", so that a value with an unescaped "#" or "?" is hidden whole.
+func redactQuery(s string) string {
+	head, query, ok := strings.Cut(s, "?")
+	if !ok {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(head + "?")
+	for query != "" {
+		end := strings.IndexAny(query, "&;")
+		if end < 0 {
+			end = len(query)
+		}
+		param := query[:end]
+		name, _, hasValue := strings.Cut(param, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if hasValue && strings.Contains(strings.ToLower(name), "pass") {
+			param = param[:strings.Index(param, "=")] + "=xxxxx"
+		}
+		b.WriteString(param)
+		b.WriteString(query[end:min(end+1, len(query))])
+		query = query[min(end+1, len(query)):]
+	}
+	return b.String()
 }
 
 // clients opens a go-redis client per node; close them with closeClients.

@@ -66,17 +66,26 @@ func TestParseNodesRejects(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"redis://127.0.0.1:6379":                 "redis://127.0.0.1:6379",
-		"redis://alice@127.0.0.1:6379":           "redis://alice@127.0.0.1:6379",
-		"redis://alice:pw@127.0.0.1:6379/0":      "redis://alice:xxxxx@127.0.0.1:6379/0",
-		"redis://alice:p%zzw@h:1/0":              "redis://alice:xxxxx@h:1/0",
-		"redis://alice:p@ss@h:1":                 "redis://alice:xxxxx@h:1",
-		"redis://alice:p w@h:bad?x=1":            "redis://alice:xxxxx@h:bad?x=1",
-		"rediss://:only-a-password@h:1":          "rediss://:xxxxx@h:1",
-		"alice:pw@h:1 (not a URL at all)%zz":     "alice:xxxxx@h:1 (not a URL at all)%zz",
-		"redis://alice:pa#ss@h:1":                "redis://alice:xxxxx@h:1",
-		"redis://alice:pa/ss@h:1":                "redis://alice:xxxxx@h:1",
-		"redis://h:1/path@with-an-at-after-path": "redis://h:xxxxx@with-an-at-after-path", // ambiguous: hidden
+		"redis://127.0.0.1:6379":                              "redis://127.0.0.1:6379",
+		"redis://alice@127.0.0.1:6379":                        "redis://alice@127.0.0.1:6379",
+		"redis://alice:pw@127.0.0.1:6379/0":                   "redis://alice:xxxxx@127.0.0.1:6379/0",
+		"redis://alice:p%zzw@h:1/0":                           "redis://alice:xxxxx@h:1/0",
+		"redis://alice:p@ss@h:1":                              "redis://alice:xxxxx@h:1",
+		"redis://alice:p w@h:bad?x=1":                         "redis://alice:xxxxx@h:bad?x=1",
+		"rediss://:only-a-password@h:1":                       "rediss://:xxxxx@h:1",
+		"alice:pw@h:1 (not a URL at all)%zz":                  "alice:xxxxx@h:1 (not a URL at all)%zz",
+		"redis://alice:pa#ss@h:1":                             "redis://alice:xxxxx@h:1",
+		"redis://alice:pa/ss@h:1":                             "redis://alice:xxxxx@h:1",
+		"redis://h:1/path@with-an-at-after-path":              "redis://h:xxxxx@with-an-at-after-path", // ambiguous: hidden
+		"redis://h:1?password=pw":                             "redis://h:1?password=xxxxx",
+		"redis://h:1?db=1&Password=pw&dial_timeout=1s":        "redis://h:1?db=1&Password=xxxxx&dial_timeout=1s",
+		"redis://h:1?pass%77ord=pw;sentinel_password=pw2&x=1": "redis://h:1?pass%77ord=xxxxx;sentinel_password=xxxxx&x=1",
+		"redis://h:1?password=p#w?x&y=2":                      "redis://h:1?password=xxxxx&y=2",
+		"redis://alice:pw@h:1?password=pw2":                   "redis://alice:xxxxx@h:1?password=xxxxx",
+		"redis://h:bad port?password=pw%zz":                   "redis://h:bad port?password=xxxxx",
+		"redis+cluster://h:1?addr=h:2&password=pw&addr=h:3":   "redis+cluster://h:1?addr=h:2&password=xxxxx&addr=h:3",
+		"redis://h:1?passwordless=":                           "redis://h:1?passwordless=xxxxx",
+		"redis://h:1?password":                                "redis://h:1?password",
 	} {
 		if got := redact(in); got != want {
 			t.Errorf("redact(%q) = %q, want %q", in, got, want)
@@ -84,7 +93,8 @@ func TestRedact(t *testing.T) {
 	}
 }
 
-// Whatever the password, it shows neither in a node's name nor in an error about its URL.
+// Whatever the password, in the user information or in the query, it shows neither in a
+// node's name nor in an error about its URL.
 func FuzzPasswordNeverShown(f *testing.F) {
 	f.Add("alice", "hunter2", "127.0.0.1:1", "/0")
 	f.Add("", "p%zz00", "h:port", "")
@@ -99,12 +109,20 @@ func FuzzPasswordNeverShown(f *testing.F) {
 		}
 		escaped := url.UserPassword(user, pass).String()
 		escUser, escPass, _ := strings.Cut(escaped, ":")
-		for _, form := range [][2]string{{escUser, escPass}, {user, pass}} { // escaped, and as typed
-			raw := "redis://" + form[0] + ":" + form[1] + "@" + host + tail
+		// Each URL with the password put in one place, escaped or as typed.
+		type put struct{ before, pass, after string }
+		q := strings.ReplaceAll(tail, "?", "&")
+		puts := []put{{"redis://" + host + "?password=", url.QueryEscape(pass), q}}
+		if !strings.ContainsAny(pass, "&;") { // as typed: "&" and ";" end a query parameter
+			puts = append(puts, put{"redis://" + host + "?password=", pass, q})
+		}
+		puts = append(puts, put{"redis://" + escUser + ":", escPass, "@" + host + tail}, put{"redis://" + user + ":", pass, "@" + host + tail})
+		for _, p := range puts {
+			raw := p.before + p.pass + p.after
 			if strings.Contains(raw, ",") {
 				continue // a comma splits the list into several URLs
 			}
-			if strings.Contains("redis://"+form[0]+":\x00@"+host+tail, pass) {
+			if strings.Contains(p.before+"\x00"+p.after, pass) {
 				continue // the password is also elsewhere in the URL
 			}
 			nodes, err := parseNodes(raw)

@@ -45,7 +45,7 @@ func TestExecOwner(t *testing.T) {
 
 // An owner the library refuses is a usage error, found before any node is asked.
 func TestExecBadOwnerIsAUsageError(t *testing.T) {
-	for _, owner := range []string{"tab\there", strings.Repeat("x", 129)} {
+	for _, owner := range []string{"tab\there", strings.Repeat("x", 129), "web,1"} {
 		code, stdout, stderr := runCLI(t, "exec", "--nodes", "redis://127.0.0.1:1", "--key", "k", "--owner", owner, "--", "true")
 		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, "redlock exec: --owner: owner ") ||
 			strings.Count(stderr, "\n") != 2 || strings.Contains(stderr, "dial") {

@@ -188,8 +188,9 @@ func (r *runner) preflight(ctx context.Context, cs []redis.UniversalClient) bool
 }
 
 // take gets what once (one attempt) or until (attempts until its context ends) gets: once when
-// wait is 0, else until, bounded by wait. A signal from sigs ends the wait and is returned;
-// what was got just as it came is given back with giveBack.
+// wait is 0, else until, bounded by wait when it is positive (waitUnbounded: no bound). A signal
+// from sigs ends the wait and is returned; what was got just as it came is given back with
+// giveBack.
 func take[T any](ctx context.Context, wait time.Duration, sigs <-chan os.Signal,
 	once, until func(context.Context) (T, error), giveBack func(context.Context, T)) (T, os.Signal, error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -201,9 +202,12 @@ func take[T any](ctx context.Context, wait time.Duration, sigs <-chan os.Signal,
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		if wait == 0 {
+		switch {
+		case wait == 0:
 			r.v, r.err = once(ctx)
-		} else {
+		case wait == waitUnbounded:
+			r.v, r.err = until(ctx)
+		default:
 			wctx, cancel := context.WithTimeout(ctx, wait)
 			r.v, r.err = until(wctx)
 			cancel()
@@ -224,6 +228,9 @@ func take[T any](ctx context.Context, wait time.Duration, sigs <-chan os.Signal,
 		return zero, s, nil
 	}
 }
+
+// waitUnbounded is a runner's wait when it waits for as long as it takes: elect's without --wait.
+const waitUnbounded time.Duration = -1
 
 // signalStatus is the exit status for signal s that ended a wait: 128+n, as a shell gives.
 func signalStatus(s os.Signal) int { return 128 + int(s.(syscall.Signal)) }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -26,6 +27,7 @@ type nodeStatus struct {
 	Held      bool   `json:"held"`
 	TTLMillis int64  `json:"ttl_ms,omitempty"`  // remaining; -1 when the key has no expiry
 	Holder    string `json:"holder,omitempty"`  // the token, shortened
+	Owner     string `json:"owner,omitempty"`   // the owner stored with the token (redlock exec --owner)
 	Fence     uint64 `json:"fence,omitempty"`   // the key's fencing counter on the node (redlock exec --fence)
 	Refused   bool   `json:"refused,omitempty"` // the node refused the credentials
 	Error     string `json:"error,omitempty"`
@@ -40,7 +42,8 @@ type lockStatus struct {
 	Quorum  int          `json:"quorum"`
 	Verdict string       `json:"verdict"` // held, free, split or unknown
 	Holder  string       `json:"holder,omitempty"`
-	Votes   int          `json:"votes"` // nodes holding the most common token
+	Owner   string       `json:"owner,omitempty"` // the holder's owner (redlock exec --owner)
+	Votes   int          `json:"votes"`           // nodes holding the most common token
 	Nodes   []nodeStatus `json:"nodes"`
 }
 
@@ -214,7 +217,7 @@ func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stor
 	}
 	switch {
 	case st.Votes >= st.Quorum:
-		st.Verdict, st.Holder = verdictHeld, shorten(best)
+		st.Verdict, st.Holder, st.Owner = verdictHeld, shorten(best), wire.Owner(best)
 	case holding > 0:
 		st.Verdict = verdictSplit
 	case reachable >= st.Quorum:
@@ -248,7 +251,7 @@ func inspectNode(ctx context.Context, c redis.UniversalClient, n node, stored st
 		return nodeStatus{Reachable: true, Fence: f}
 	}
 	tok := get.Val()
-	ns := nodeStatus{Reachable: true, Held: true, Holder: shorten(tok), token: tok, Fence: f}
+	ns := nodeStatus{Reachable: true, Held: true, Holder: shorten(tok), Owner: wire.Owner(tok), token: tok, Fence: f}
 	if d := pttl.Val(); d >= 0 {
 		ns.TTLMillis = max(d.Milliseconds(), 1) // a key about to expire still shows as held
 	} else {
@@ -266,6 +269,8 @@ func shorten(tok string) string {
 	return tok[:keep] + "..."
 }
 
+// printStatus writes st as a table, a line a node (with the columns FENCE and OWNER when a node
+// has a fencing counter or the holder an owner), each failed node's error, and the verdict.
 func printStatus(w io.Writer, st lockStatus) {
 	if st.Cluster != "" {
 		fmt.Fprintf(w, "key %q on %s of %s, quorum %d\n", st.Key, count(len(st.Nodes), "vote"), st.Cluster, st.Quorum)
@@ -273,15 +278,21 @@ func printStatus(w io.Writer, st lockStatus) {
 		fmt.Fprintf(w, "key %q on %s, quorum %d\n", st.Key, count(len(st.Nodes), "node"), st.Quorum)
 	}
 	fenced := slices.ContainsFunc(st.Nodes, func(n nodeStatus) bool { return n.Fence != 0 })
+	owned := slices.ContainsFunc(st.Nodes, func(n nodeStatus) bool { return n.Owner != "" })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if fenced {
-		fmt.Fprintln(tw, "NODE\tURL\tSTATE\tTTL\tHOLDER\tFENCE")
-	} else {
-		fmt.Fprintln(tw, "NODE\tURL\tSTATE\tTTL\tHOLDER")
+	row := func(cols []string, fence, owner string) {
+		if fenced {
+			cols = append(cols, fence)
+		}
+		if owned {
+			cols = append(cols, owner)
+		}
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
+	row([]string{"NODE", "URL", "STATE", "TTL", "HOLDER"}, "FENCE", "OWNER")
 	var errs []string
 	for _, n := range st.Nodes {
-		state, ttl, holder := "free", "-", "-"
+		state, ttl, holder, fence, owner := "free", "-", "-", "-", "-"
 		switch {
 		case !n.Reachable && n.Refused:
 			state = "refused"
@@ -294,23 +305,30 @@ func printStatus(w io.Writer, st lockStatus) {
 		case n.Held:
 			state, ttl, holder = "held", (time.Duration(n.TTLMillis) * time.Millisecond).String(), n.Holder
 		}
-		if fenced {
-			fence := "-"
-			if n.Fence != 0 {
-				fence = strconv.FormatUint(n.Fence, 10)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", n.Node, n.URL, state, ttl, holder, fence)
-			continue
+		if n.Fence != 0 {
+			fence = strconv.FormatUint(n.Fence, 10)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", n.Node, n.URL, state, ttl, holder)
+		if n.Owner != "" {
+			owner = n.Owner
+		}
+		row([]string{strconv.Itoa(n.Node), n.URL, state, ttl, holder}, fence, owner)
 	}
 	tw.Flush()
 	for _, e := range errs {
 		fmt.Fprintln(w, e)
 	}
+	printVerdict(w, st)
+}
+
+// printVerdict writes st's verdict in a line.
+func printVerdict(w io.Writer, st lockStatus) {
 	switch st.Verdict {
 	case verdictHeld:
-		fmt.Fprintf(w, "verdict: held on a quorum (%d/%s) by %s\n", st.Votes, count(len(st.Nodes), "node"), st.Holder)
+		by := st.Holder
+		if st.Owner != "" {
+			by += " (" + st.Owner + ")"
+		}
+		fmt.Fprintf(w, "verdict: held on a quorum (%d/%s) by %s\n", st.Votes, count(len(st.Nodes), "node"), by)
 	case verdictFree:
 		fmt.Fprintln(w, "verdict: free")
 	case verdictSplit:
