@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -15,9 +16,44 @@ func crashMinority(r *run) {
 	}
 }
 
+// crashMajority crashes three nodes for 15 to 20 s: no one may acquire while they are down.
+func crashMajority(r *run) {
+	down, back := r.between(3*time.Second, 5*time.Second), r.between(15*time.Second, 20*time.Second)
+	for _, n := range r.pick(len(r.nodes), 3) {
+		r.crash(down, n)
+		r.restart(down+back, n, true)
+	}
+	// Unavailable while they are down: nothing acquired from two seconds after the last
+	// crash, when it happened (a busy machine fires it late), until they return (never
+	// before their time).
+	r.check = func(res *Result) string {
+		from, to := down, down+back
+		for _, f := range res.Faults {
+			if strings.HasSuffix(f.What, ": crashes") {
+				from = max(from, f.At)
+			}
+		}
+		from += 2 * time.Second
+		for _, s := range res.Sections {
+			if s.Acquired > from && s.Acquired < to {
+				return fmt.Sprintf("acquired at %v with 3 of 5 nodes down", s.Acquired)
+			}
+		}
+		return ""
+	}
+}
+
 func needFailedExtend(res *Result) string {
 	if res.FailedExtends == 0 {
 		return "no extend failed: the fault missed"
+	}
+	return ""
+}
+
+// missedExtend is the missed check of the extend scenarios: no extend failed.
+func missedExtend(res *Result) string {
+	if res.FailedExtends == 0 {
+		return "client 1 never extended after the fault"
 	}
 	return ""
 }
@@ -99,10 +135,19 @@ func needRefusal(res *Result) string {
 	return ""
 }
 
+// holdForAnother arms client 1's first section to work until another client enters one, or
+// until its validity is nearly used up (a tenth of the TTL left), then write: the fault that
+// lets a second client in while client 1 still holds the lock shows as an overlap however late
+// the machine runs the second.
+func (r *run) holdForAnother() {
+	r.arm(0, plan{fullValidity: true, margin: TTL / 10, meet: r.meetAnother(0)})
+	r.at(0, "client 1: its first section works until another client enters one (or its validity is nearly used up)", func() {})
+}
+
 // restartHolderNode restarts, empty and at once, one node of the three that client 1 holds.
 func restartHolderNode(r *run) {
 	majority := r.bareMajority(0)
-	r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+	r.holdForAnother()
 	r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), majority[r.rng.IntN(3)], false, 0) })
 }
 
@@ -110,7 +155,7 @@ func restartHolderNode(r *run) {
 // client 1 holds.
 func failoverHolderVote(r *run) {
 	majority := r.bareMajority(0)
-	r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+	r.holdForAnother()
 	t := r.between(300*time.Millisecond, 1500*time.Millisecond)
 	r.onceHeld(func() {
 		n := r.nodes[majority[r.rng.IntN(3)]]
@@ -119,12 +164,11 @@ func failoverHolderVote(r *run) {
 }
 
 // pauseHolderBeforeWrite pauses client 1's first section past its validity, after its last
-// validity check and before its write.
+// validity check and before its write, until another client has entered a section.
 func pauseHolderBeforeWrite(r *run) {
 	r.firstHolder(0)
-	pause := TTL + r.between(2*time.Second, 5*time.Second)
-	r.arm(0, plan{pauseBefore: pause})
-	r.at(0, fmt.Sprintf("client 1: first section pauses %v after its last validity check, before writing", pause), func() {})
+	r.arm(0, plan{pauseBefore: meetWithin, meet: r.meetAnother(0)})
+	r.at(0, fmt.Sprintf("client 1: first section pauses after its last validity check, before writing, until another client enters one (at most %v)", meetWithin), func() {})
 }
 
 // slowReplies is how late the slow nodes' replies are, drawn for each reply.
@@ -147,13 +191,19 @@ func slowNodes(r *run, loss float64) {
 			c.links[n].setReplies(f, rand.New(rand.NewPCG(r.rng.Uint64(), r.rng.Uint64())))
 		}
 	}
-	r.check = r.needProgress
+	r.pace = r.needProgress
 	if loss > 0 {
 		r.check = func(res *Result) string {
 			if res.LostReplies == 0 {
 				return "no reply was lost: the fault missed"
 			}
-			return r.needProgress(res)
+			return ""
+		}
+		r.missed = func(res *Result) string {
+			if res.LostReplies == 0 {
+				return "no reply was lost"
+			}
+			return ""
 		}
 	}
 }
