@@ -96,7 +96,7 @@ func parseSimulate(args []string, stderr io.Writer) (simulateConfig, error) {
 	fs.StringVar(&c.patterns, "scenario", "*", "run the scenarios whose name matches this glob, or one of these comma-separated globs")
 	fs.Uint64Var(&c.seed, "seed", 0, "seed of the first run; 0 picks one at random (printed above the table)")
 	fs.IntVar(&c.runs, "runs", 1, "runs of each scenario, with seeds seed, seed+1, ...")
-	fs.IntVar(&c.retries, "retries", 2, "run a scenario again with the next seed, up to this many times, when its fault missed its window (the machine ran the clients too late for it); each retry is printed")
+	fs.IntVar(&c.retries, "retries", 2, "run a scenario again, up to this many times, with the next seed at twice the scale, when the machine ran it too late to show anything: its fault missed its window, or its pace shows the machine; each retry is printed")
 	fs.IntVar(&c.stock, "stock", 0, "override each scenario's stock when positive: more critical sections, a longer run")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object per run instead of the table")
 	fs.StringVar(&c.timeline, "timeline", "", "draw every run into this SVG file")
