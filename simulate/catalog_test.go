@@ -107,10 +107,10 @@ func TestCatalogReal(t *testing.T) {
 				}
 				if !res.OK || res.Backend != "real" {
 					t.Errorf("seed %d on %s: expected %s, observed %s (violations %d, lost %d, orders %d/%d, acquisitions %d) %s\n%v",
-						seed, res.Backend, res.Expected, res.Observed, res.Violations, res.LostUpdates, res.Orders, res.Stock, res.Acquisitions, res.Note, res.Schedule)
+						res.Seed, res.Backend, res.Expected, res.Observed, res.Violations, res.LostUpdates, res.Orders, res.Stock, res.Acquisitions, res.Note, res.Schedule)
 				}
 				t.Logf("seed %d: %s, %d sections, %d violations, %v elapsed, no holder for %v at most, %.1f acquisitions/s",
-					seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed, res.NoHolderMax, res.AcquisitionRate)
+					res.Seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed, res.NoHolderMax, res.AcquisitionRate)
 			}
 		})
 	}

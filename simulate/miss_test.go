@@ -78,19 +78,19 @@ func TestMissedWindowRetried(t *testing.T) {
 	})
 }
 
-// A check of pace that fails is a miss only when the machine ran the run later than a node
-// timeout: otherwise the lock was slow, and the verdict stands.
+// A check of pace that fails is a miss only when the machine ran the run late by more than a
+// tenth of a scenario second: otherwise the lock was slow, and the verdict stands.
 func TestPaceMissNeedsLag(t *testing.T) {
-	r := &run{nodeTimeout: 30 * time.Millisecond, lag: 20 * time.Millisecond}
-	res := &Result{Observed: VerdictSafe}
+	r := &run{}
+	res := &Result{Observed: VerdictSafe, Lag: 90 * time.Millisecond}
 	if why := r.miss(res, "the lock stalled"); why != "" {
-		t.Fatalf("missed with a lag under the node timeout: %s", why)
+		t.Fatalf("missed with a lag under a tenth of a second: %s", why)
 	}
-	r.lag = 400 * time.Millisecond
+	res.Lag = 400 * time.Millisecond
 	if why := r.miss(res, ""); why != "" {
 		t.Fatalf("missed with no check of pace failing: %s", why)
 	}
-	if why := r.miss(res, "the lock stalled"); !strings.Contains(why, "the machine ran it up to 400ms of real time late") {
+	if why := r.miss(res, "the lock stalled"); !strings.Contains(why, "the machine ran it up to 0.40s of scenario time late (more than 100ms)") {
 		t.Fatalf("a failed pace on a late machine: %q", why)
 	}
 	res.Observed = VerdictInconclusive
