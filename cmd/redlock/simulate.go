@@ -26,8 +26,10 @@ const simulateUsage = `usage: redlock simulate [flags]
 Runs each scenario of the catalog (Redis nodes, faults, clients running a flash sale) and
 checks in true time that no two clients held the lock at once. The nodes are in-memory
 servers, or with -backend real redis-server processes that it starts on free loopback ports
-and stops, with real faults (signals, a TCP proxy, libfaketime). Progress goes to stderr, the
-table (or -json) to stdout. Exit status 1 when a scenario's outcome differs from its
+and stops, with real faults (signals, a TCP proxy, libfaketime). A run that the machine ran
+too late to show anything (its fault missed its window, or its pace shows the machine) is run
+again with the next seed at twice the scale (-retries), and says so. Progress goes to stderr,
+the table (or -json) to stdout. Exit status 1 when a scenario's outcome differs from its
 expectation; 2 on bad flags, or when -backend real lacks redis-server or libfaketime.
 
 flags:
