@@ -1,14 +1,18 @@
-# Everything here runs on a fresh machine with Go and, for the tests, the Debian packages
-# redis-server, faketime and postgresql (.ci/run installs them when missing).
+# Everything here runs on a fresh machine with Go. The tests also need the Debian packages
+# redis-server, faketime and postgresql: make test installs them first when they are missing
+# and it runs as root where apt-get is, and otherwise stops saying what to run (.ci/deps).
 GO ?= go
 GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
-.PHONY: help test catalog lint cover simulate simulate-real bench bench-check bench-report
+.PHONY: help deps test catalog lint cover simulate simulate-real bench bench-check bench-report
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-test: lint bench-check ## vet, gofmt, every test with -race (the adapter modules', redlockotel's and redlockgocron's too; the simulator's whole catalog among them), then the catalog's rows on real servers (needs redis-server and faketime: missing ones fail); about 6 minutes on 2 cores
+deps: ## install what the tests need (redis-server, faketime, postgresql) with apt-get when missing and run as root; otherwise say what to run
+	./.ci/deps
+
+test: deps lint bench-check ## the packages the tests need (make deps), vet, gofmt, every test with -race (the adapter modules', redlockotel's and redlockgocron's too; the simulator's whole catalog among them), then the catalog's rows on real servers; about 6 minutes on 2 cores
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -short -count=1 ./...
 	cd redlockotel && $(GO) test -race -count=1 ./...
 	cd redlockrueidis && REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...

@@ -127,24 +127,7 @@ func lockScenarios() []Scenario {
 		},
 		{
 			Name: "crash-majority", Row: "3 nodes crash", Expect: Safe,
-			setup: func(r *run) {
-				down, back := r.between(3*time.Second, 5*time.Second), r.between(15*time.Second, 20*time.Second)
-				for _, n := range r.pick(len(r.nodes), 3) {
-					r.crash(down, n)
-					r.restart(down+back, n, true)
-				}
-				// Unavailable while they are down: nothing acquired from two seconds after
-				// the crash until they return.
-				r.check = func(res *Result) string {
-					from, to := down+2*time.Second, down+back
-					for _, s := range res.Sections {
-						if s.Acquired > from && s.Acquired < to {
-							return fmt.Sprintf("acquired at %v with 3 of 5 nodes down", s.Acquired)
-						}
-					}
-					return ""
-				}
-			},
+			setup: crashMajority,
 		},
 		{
 			Name: "restart-data-lost", Row: "a node of the holder's majority restarts at once, data lost", Expect: Violation,
@@ -189,7 +172,7 @@ func lockScenarios() []Scenario {
 			Nodes: 1, Replica: true,
 			setup: func(r *run) {
 				r.firstHolder(0)
-				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				r.holdForAnother()
 				t := r.between(300*time.Millisecond, 1500*time.Millisecond)
 				r.onceHeld(func() {
 					r.at(t, "node A: master dies before replicating; its replica is promoted", r.nodes[0].failover)
@@ -224,7 +207,7 @@ func lockScenarios() []Scenario {
 			Clients: 2, NodeClocks: true,
 			setup: func(r *run) {
 				shared := r.split()
-				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				r.holdForAnother()
 				jump := TTL + r.between(0, 2*time.Second)
 				r.onceHeld(func() {
 					r.at(r.between(2*time.Second, 4*time.Second),
@@ -248,7 +231,7 @@ func lockScenarios() []Scenario {
 			NodeClocks: true,
 			setup: func(r *run) {
 				r.firstHolder(0)
-				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				r.holdForAnother()
 				for _, n := range r.nodes {
 					rate := 1.3 + r.rng.Float64()*0.2
 					r.at(0, fmt.Sprintf("node %s: clock rate %.3f", n.name, rate), func() { n.setRate(rate) })
@@ -312,7 +295,7 @@ func lockScenarios() []Scenario {
 			Name: "client-clock-slow", Row: "client clock slow beyond driftFactor", Expect: Violation,
 			setup: func(r *run) {
 				r.firstHolder(0)
-				r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+				r.holdForAnother()
 				rate := 0.6 + r.rng.Float64()*0.15
 				// Slow from the start, not by an event at t=0: such an event raced client 1's
 				// first section, and when the section's sleep began first it slept at the true
@@ -342,7 +325,7 @@ func lockScenarios() []Scenario {
 				pause := TTL + r.between(time.Second, 3*time.Second)
 				r.arm(0, plan{work: 3 * time.Second, pauseInWork: pause})
 				r.at(0, fmt.Sprintf("client 1: paused %v in its first section, then extends", pause), func() {})
-				r.check = needFailedExtend
+				r.check, r.missed = needFailedExtend, missedExtend
 			},
 		},
 		{
@@ -358,7 +341,7 @@ func lockScenarios() []Scenario {
 						r.at(t, fmt.Sprintf("client 1: cut from node %s", r.nodes[n].name), func() { l.setCut(true) })
 					}
 				})
-				r.check = needFailedExtend
+				r.check, r.missed = needFailedExtend, missedExtend
 			},
 		},
 		{
@@ -366,9 +349,8 @@ func lockScenarios() []Scenario {
 			Strategy: GetsetTakeover,
 			setup: func(r *run) {
 				r.firstHolder(0)
-				slow := TTL + r.between(2*time.Second, 5*time.Second)
-				r.arm(0, plan{work: slow})
-				r.at(0, fmt.Sprintf("client 1: first section works %v, past its lock's expiry", slow), func() {})
+				r.arm(0, plan{work: meetWithin, meet: r.meetAnother(0)})
+				r.at(0, fmt.Sprintf("client 1: first section works past its lock's expiry, until another client enters one (at most %v)", meetWithin), func() {})
 			},
 		},
 		{
@@ -376,9 +358,8 @@ func lockScenarios() []Scenario {
 			Strategy: GetThenDel, Work: [2]time.Duration{2 * time.Second, 3 * time.Second},
 			setup: func(r *run) {
 				r.firstHolder(0)
-				pause := TTL + r.between(time.Second, 1500*time.Millisecond)
-				r.arm(0, plan{work: 200 * time.Millisecond, pauseRelease: pause})
-				r.at(0, fmt.Sprintf("client 1: first section pauses %v after writing, before its release", pause), func() {})
+				r.arm(0, plan{work: 200 * time.Millisecond, pauseRelease: meetWithin, meet: r.meetAnother(0)})
+				r.at(0, fmt.Sprintf("client 1: first section pauses after writing, before its release, until another client enters one (at most %v)", meetWithin), func() {})
 			},
 		},
 		{
@@ -386,7 +367,8 @@ func lockScenarios() []Scenario {
 			Strategy: SingleNode,
 			setup: func(r *run) {
 				r.firstHolder(0)
-				r.arm(0, plan{work: 8 * time.Second})
+				r.arm(0, plan{work: 8 * time.Second, meet: r.meetAnother(0)})
+				r.at(0, "client 1: first section works 8s, or until another client enters one", func() {})
 				r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), 0, false, 0) })
 			},
 		},
@@ -395,9 +377,8 @@ func lockScenarios() []Scenario {
 			Strategy: GetCompareDel, Work: [2]time.Duration{2 * time.Second, 3 * time.Second},
 			setup: func(r *run) {
 				r.firstHolder(0)
-				pause := TTL + r.between(time.Second, 1500*time.Millisecond)
-				r.arm(0, plan{work: 200 * time.Millisecond, pauseInUnlock: pause})
-				r.at(0, fmt.Sprintf("client 1: first release pauses %v between its GET and its DEL", pause), func() {})
+				r.arm(0, plan{work: 200 * time.Millisecond, pauseInUnlock: meetWithin, meet: r.meetAnother(0)})
+				r.at(0, fmt.Sprintf("client 1: first release pauses between its GET and its DEL until another client enters a section (at most %v)", meetWithin), func() {})
 			},
 		},
 	}

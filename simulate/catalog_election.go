@@ -42,19 +42,23 @@ func electionScenarios() []Scenario {
 		{
 			Name: "elect-resign-contention", Row: "election, 4 candidates: every leader resigns after its work; the next must lead at once", Expect: Safe,
 			Strategy: Election, Clients: 4, Stock: electionStock, Sections: electionSections, MinScale: electionScale,
-			setup: func(r *run) { r.check = r.needFailover },
+			setup: func(r *run) {
+				r.check = func(res *Result) string { return twoLeaders(res.Sections) }
+				r.pace = r.needFailover
+			},
 		},
 	}
 }
 
 // partitionLeader cuts client 1, leading, from a majority of the nodes, while the write of its
 // first term, sent after its last check, is held up in the partition past the term's end: the
-// next leader is elected once the keys expire, and the store must refuse the late write.
+// next leader is elected once the keys expire, and the store must refuse the late write, which
+// arrives once the next leader has read the store.
 func partitionLeader(r *run) {
 	r.firstHolder(0)
 	stall := TTL + r.between(2*time.Second, 4*time.Second)
-	r.arm(0, plan{work: 2 * time.Second, pauseBefore: stall})
-	r.at(0, fmt.Sprintf("client 1: its first term's write, sent after 2s of work, is held up %v", stall), func() {})
+	r.arm(0, plan{work: 2 * time.Second, pauseBefore: meetWithin, meet: r.meetAnother(0)})
+	r.at(0, fmt.Sprintf("client 1: its first term's write, sent after 2s of work, is held up until another candidate leads and reads the store (at most %v)", meetWithin), func() {})
 	cut := r.pick(len(r.nodes), 3)
 	r.onceHeld(func() {
 		t := r.between(500*time.Millisecond, time.Second)
@@ -64,22 +68,21 @@ func partitionLeader(r *run) {
 			r.at(t+stall+2*time.Second, fmt.Sprintf("client 1: reaches node %s again", r.nodes[n].name), func() { l.setCut(false) })
 		}
 	})
-	r.check = func(res *Result) string {
-		return firstNote(needRefusal(res), twoLeaders(res.Sections), needTakeover(res))
-	}
+	r.check = func(res *Result) string { return firstNote(needRefusal(res), twoLeaders(res.Sections)) }
+	r.pace = needTakeover
 }
 
 // pauseLeader stops client 1's process in its first term, after its last check and before its
-// write, for longer than the ttl: its keep-alive reaches no node meanwhile, its term is lost,
-// another candidate is elected, and the store must refuse the write it makes on waking.
+// write, until another candidate has been elected and read the store: its keep-alive reaches no
+// node meanwhile, its term is lost, and the store must refuse the write it makes on waking.
 func pauseLeader(r *run) {
 	r.firstHolder(0)
-	stall := TTL + r.between(2*time.Second, 4*time.Second)
-	r.arm(0, plan{work: time.Second, pauseBefore: stall, frozen: true})
-	r.at(0, fmt.Sprintf("client 1: its process stops %v in its first term, after its last check, before writing", stall), func() {})
+	r.arm(0, plan{work: time.Second, pauseBefore: meetWithin, frozen: true, meet: r.meetAnother(0)})
+	r.at(0, fmt.Sprintf("client 1: its process stops in its first term, after its last check, before writing, until another candidate leads and reads the store (at most %v)", meetWithin), func() {})
 	r.check = func(res *Result) string {
-		return firstNote(needRefusal(res), needLostBeforeRefusal(res), twoLeaders(res.Sections), needTakeover(res))
+		return firstNote(needRefusal(res), needLostBeforeRefusal(res), twoLeaders(res.Sections))
 	}
+	r.pace = needTakeover
 }
 
 // jumpLeaderNodes makes the clocks of 3 of the 5 nodes jump past the ttl while client 1 leads
@@ -87,8 +90,8 @@ func pauseLeader(r *run) {
 // while client 1 still believes it leads, and the store must refuse client 1's write.
 func jumpLeaderNodes(r *run) {
 	r.firstHolder(0)
-	r.arm(0, plan{work: 4 * time.Second})
-	r.at(0, "client 1: its first term works 4s", func() {})
+	r.arm(0, plan{work: 4 * time.Second, meet: r.meetAnother(0)})
+	r.at(0, "client 1: its first term works 4s, or until another candidate leads and reads the store", func() {})
 	jump := TTL + r.between(0, 2*time.Second)
 	nodes := r.pick(len(r.nodes), 3)
 	r.onceHeld(func() {
@@ -161,7 +164,7 @@ const (
 )
 
 // needFailover fails a run whose leaders did not hand the leadership on at once: too few
-// hand-overs to a waiting candidate, or hand-overs slower than the bounds.
+// hand-overs to a waiting candidate, hand-overs slower than the bounds, or too little progress.
 func (r *run) needFailover(res *Result) string {
 	var why []string
 	switch {
@@ -172,7 +175,7 @@ func (r *run) needFailover(res *Result) string {
 	case res.FailoverMax > failoverMaxMax:
 		why = append(why, fmt.Sprintf("fail-over %.3fs at most, over %v", res.FailoverMax.Seconds(), failoverMaxMax))
 	}
-	if note := firstNote(twoLeaders(res.Sections), r.needProgress(res)); note != "" {
+	if note := r.needProgress(res); note != "" {
 		why = append(why, note)
 	}
 	return strings.Join(why, "; ")

@@ -34,11 +34,20 @@ func primitiveScenarios() []Scenario {
 // reaches a majority, and the three fit on the nodes with no node above 2 holders (A: 1 and 3,
 // B: 1 and 3, C: 1 and 2, D: 2 and 3, E: 2). A majority quorum lets all three hold at once; a
 // quorum of 4 lets none of them hold, and clients 4 and 5, who reach every node, share it.
-// Clients 4 and 5 start a second later, so that clients 1 to 3 are not crowded out by holders
-// of every node before they first try. When the strategy is this module's, the run must show
-// two holders at once at some moment, or it proved nothing about the permits.
+// Clients 4 and 5 start a TTL later, so that clients 1 to 3 are not crowded out by holders of
+// every node while they first try. With the majority quorum, the first sections of clients 1
+// to 3 wait for one another (each at most until its validity is nearly used up), so that the
+// three hold at once however late the machine runs them. When the strategy is this module's,
+// the run must show two holders at once at some moment, or it proved nothing about the permits.
 func semaphorePartition(r *run) {
-	r.clients[3].start, r.clients[4].start = time.Second, time.Second
+	r.clients[3].start, r.clients[4].start = TTL, TTL
+	if r.sc.Strategy == MajoritySemaphore {
+		m := r.meet(3, []int{0, 1, 2}, "clients 1-3 wait for one another to enter")
+		for c := range 3 {
+			r.arm(c, plan{fullValidity: true, margin: TTL / 10, meet: m})
+		}
+		r.at(0, "clients 1-3: their first sections work until all three have entered one (or their validity is nearly used up)", func() {})
+	}
 	for c, reach := range [][]int{{0, 1, 2}, {2, 3, 4}, {0, 1, 3}} {
 		var names []string
 		for n, l := range r.clients[c].links {

@@ -89,7 +89,9 @@ var realRows = []string{"no-faults", "restart-data-lost", "clock-behind-restart-
 //
 // Real time under -race on a busy machine could make a holder overshoot its validity and give
 // up before the fault lands, so -short (make test's -race pass) skips it and make test runs it
-// in a pass of its own without -race.
+// in a pass of its own without -race. A run whose fault still missed its window (the machine
+// ran a client too late for it) is run again with the next seed, twice at most, as the
+// command does, and the test logs it.
 func TestCatalogReal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time: make test runs it without -race")
@@ -102,13 +104,16 @@ func TestCatalogReal(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			for _, seed := range seeds(t) {
-				res := simulate.Run(context.Background(), scs[0], simulate.Options{Seed: seed, Scale: 0.05, Backend: b})
+				res := simulate.Run(context.Background(), scs[0], simulate.Options{Seed: seed, Scale: 0.05, Backend: b, Retries: 2})
+				for _, m := range res.Missed {
+					t.Logf("%s", simulate.MissLine(m))
+				}
 				if !res.OK || res.Backend != "real" {
 					t.Errorf("seed %d on %s: expected %s, observed %s (violations %d, lost %d, orders %d/%d, acquisitions %d) %s\n%v",
-						seed, res.Backend, res.Expected, res.Observed, res.Violations, res.LostUpdates, res.Orders, res.Stock, res.Acquisitions, res.Note, res.Schedule)
+						res.Seed, res.Backend, res.Expected, res.Observed, res.Violations, res.LostUpdates, res.Orders, res.Stock, res.Acquisitions, res.Note, res.Schedule)
 				}
 				t.Logf("seed %d: %s, %d sections, %d violations, %v elapsed, no holder for %v at most, %.1f acquisitions/s",
-					seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed, res.NoHolderMax, res.AcquisitionRate)
+					res.Seed, res.Observed, res.Acquisitions, res.Violations, res.Elapsed, res.NoHolderMax, res.AcquisitionRate)
 			}
 		})
 	}

@@ -19,6 +19,7 @@ func Example() {
 	}
 	// Output:
 	// single-node-restart expected violation observed violation as expected: true
+	// t=  0.00s client 1: first section works 8s, or until another client enters one
 	// client 1 holds +2.40s: node A: crashes
 	// client 1 holds +2.40s: node A: restarts empty (no persistence)
 }

@@ -47,15 +47,23 @@ func newLink(n *node) *link { return &link{node: n, conns: map[*faultyConn]struc
 // dial fits go-redis's Options.Dialer. When the node is down or cut off, the dial succeeds
 // and the connection fails at its first use: go-redis counts failed dials and, past its pool
 // size, starts a background prober that would outlive the run.
+//
+// The node's dial runs without the link's lock: it may wait for the node's own lock, which a
+// script holds while it publishes to a subscriber of this link, and that waits for the link's
+// pump, which takes the link's lock for every reply.
 func (l *link) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cut {
+	if cut, _, _ := l.state(); cut {
 		return deadConn(errPartitioned), nil
 	}
 	inner, err := l.node.dial(ctx)
 	if err != nil {
 		return deadConn(err), nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cut { // cut meanwhile: the cut closed the connections open then, not this one
+		inner.Close()
+		return deadConn(errPartitioned), nil
 	}
 	c := &faultyConn{Conn: inner, link: l, closed: make(chan struct{})}
 	c.cond = sync.NewCond(&c.mu)

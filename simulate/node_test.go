@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -116,6 +117,47 @@ func TestLinkFaults(t *testing.T) {
 			t.Fatalf("GET across a partition: %v", err)
 		}
 	})
+}
+
+// waitingServer is a node's server whose dial waits until released; only dial is used.
+type waitingServer struct {
+	server
+	dialing, release chan struct{}
+}
+
+func (s waitingServer) dial(context.Context) (net.Conn, error) {
+	close(s.dialing)
+	<-s.release
+	return nil, errNodeDown
+}
+
+// A dial that waits for its node (an in-memory node waits for its own lock) does not hold its
+// link meanwhile. If it did, the link's pump, which takes the link for every reply it reads,
+// would wait behind it; a script that holds the node's lock while it publishes to a subscriber
+// of the link would wait for the pump; and the dial would wait for the script: the run hung
+// for good on a loaded machine.
+func TestLinkDialHoldsNothing(t *testing.T) {
+	s := waitingServer{dialing: make(chan struct{}), release: make(chan struct{})}
+	l := newLink(&node{name: "A", clock: newSkew(time.Now()), server: s})
+	dialed := make(chan struct{})
+	go func() {
+		l.dial(context.Background(), "", "")
+		close(dialed)
+	}()
+	<-s.dialing
+	drawn := make(chan struct{})
+	go func() {
+		l.reply() // what the pump does for every reply
+		close(drawn)
+	}()
+	select {
+	case <-drawn:
+	case <-time.After(5 * time.Second):
+		t.Error("a reply waited for a dial that waits for its node")
+	}
+	close(s.release)
+	<-dialed
+	<-drawn
 }
 
 // linkFaults checks each fault of l on a client that reaches the node through it, and leaves

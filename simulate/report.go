@@ -49,7 +49,7 @@ func WriteTable(w io.Writer, rs []Result) error {
 			b.WriteString("\n")
 		}
 		first := group[0]
-		fmt.Fprintf(&b, "rerun: redlock simulate%s -seed %d -scenario NAME\n", backendFlag(rs[first].Backend), rs[first].Seed)
+		fmt.Fprintf(&b, "rerun: redlock simulate%s -seed %d -scenario NAME\n", backendFlag(rs[first].Backend), firstSeed(rs[first]))
 		writeRow(&b, widths, header)
 		for _, i := range group {
 			writeRow(&b, widths, rows[i])
@@ -62,6 +62,9 @@ func WriteTable(w io.Writer, rs []Result) error {
 		}
 	}
 	for _, r := range rs {
+		for _, m := range r.Missed {
+			b.WriteString(wrap(fmt.Sprintf("note: %s: %s", r.Scenario, MissLine(m)), "  "))
+		}
 		if note := noteOf(r); note != "" {
 			b.WriteString(wrap(fmt.Sprintf("note: %s, -seed %d: %s", r.Scenario, r.Seed, note), "  "))
 		}
@@ -69,6 +72,14 @@ func WriteTable(w io.Writer, rs []Result) error {
 	b.WriteString("\n" + strings.Join(tableLegend, "\n") + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// firstSeed is the seed a run was asked for: its own, or the first that missed its window.
+func firstSeed(r Result) uint64 {
+	if len(r.Missed) > 0 {
+		return r.Missed[0].Seed
+	}
+	return r.Seed
 }
 
 // okCell is the ok column: ok, NO, or - for a run the backend could not reproduce.
@@ -118,19 +129,19 @@ func backendFlag(backend string) string {
 	return " -backend " + backend
 }
 
-// bySeed returns the indices of rs grouped by seed, the groups in the order of their seeds and
+// bySeed returns the indices of rs grouped by the seed each was asked for, the groups in the order of their seeds and
 // each in the order of rs.
 func bySeed(rs []Result) [][]int {
 	var seeds []uint64
 	for _, r := range rs {
-		if !slices.Contains(seeds, r.Seed) {
-			seeds = append(seeds, r.Seed)
+		if !slices.Contains(seeds, firstSeed(r)) {
+			seeds = append(seeds, firstSeed(r))
 		}
 	}
 	slices.Sort(seeds)
 	groups := make([][]int, len(seeds))
 	for i, r := range rs {
-		g := slices.Index(seeds, r.Seed)
+		g := slices.Index(seeds, firstSeed(r))
 		groups[g] = append(groups[g], i)
 	}
 	return groups

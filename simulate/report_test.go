@@ -86,3 +86,22 @@ func TestWriteTableSeeds(t *testing.T) {
 		t.Errorf("the run that is not ok does not say why:\n%s", table)
 	}
 }
+
+// A run retried after a miss stays in the group of the seed it was asked for, and a note says
+// which seed missed, why, and which ran instead.
+func TestWriteTableMissed(t *testing.T) {
+	rs := catalogResults(7)[:2]
+	rs[1].Seed, rs[1].Missed = 8, []simulate.Miss{{Seed: 7, Scale: 0.05, Why: "the fault missed its window: none came"}}
+	var out strings.Builder
+	if err := simulate.WriteTable(&out, rs); err != nil {
+		t.Fatal(err)
+	}
+	table := out.String()
+	if strings.Count(table, "rerun: ") != 1 || !strings.Contains(table, "-seed 7 ") {
+		t.Errorf("want one group, seed 7's:\n%s", table)
+	}
+	note := "note: " + rs[1].Scenario + ": seed 7 at scale 0.05: the fault missed its window: none came; retried with seed 8 at scale 0.1"
+	if !strings.Contains(strings.Join(strings.Fields(table), " "), note) {
+		t.Errorf("no note %q:\n%s", note, table)
+	}
+}

@@ -45,6 +45,11 @@ type Options struct {
 	// Metrics attaches an Observer to every redlock client, so that Result.Metrics holds
 	// what the hook reported.
 	Metrics bool
+	// Retries is how many times a run that showed the machine rather than the lock (its fault
+	// missed its window, or the machine ran it too late to judge its pace) is run again, each
+	// time with the next seed at twice the scale (see Run). Inside a testing/synctest bubble
+	// nothing runs late: leave it at 0.
+	Retries int
 }
 
 // Result is what a run of a scenario found. Times are in scenario time (true time divided by
@@ -59,6 +64,9 @@ type Result struct {
 	OK       bool     `json:"ok"`
 	Note     string   `json:"note,omitempty"` // why OK is false, when the verdict matched
 	Seed     uint64   `json:"seed"`
+	Scale    float64  `json:"scale"` // true time per scenario time
+	// Lag is the longest the machine ran the run late at some moment.
+	Lag time.Duration `json:"lag_max_ns"`
 
 	Violations    int           `json:"violations"`      // overlapping pairs of critical sections; forms accepted twice
 	LostUpdates   int           `json:"lost_updates"`    // writes over a version the writer had not read
@@ -92,6 +100,10 @@ type Result struct {
 	FailoverMax    time.Duration `json:"failover_max_ns,omitempty"`
 
 	Schedule []string `json:"schedule"`
+	// Missed are the runs before this one, with the seeds before Seed, that showed the machine
+	// rather than the lock (Options.Retries).
+	Missed []Miss `json:"missed,omitempty"`
+	miss   string // how this run missed, "" when it did not or its verdict stands
 
 	Sections []section `json:"-"`
 	Overlaps []overlap `json:"-"`
@@ -135,6 +147,8 @@ func (r *run) result(finished bool, elapsed time.Duration) Result {
 		Row:           r.sc.Row,
 		Expected:      r.sc.Expect,
 		Seed:          r.seed,
+		Scale:         r.scale,
+		Lag:           time.Duration(float64(r.lag) / r.scale),
 		Violations:    len(ov),
 		LostUpdates:   lost,
 		Oversold:      oversold,
@@ -183,10 +197,6 @@ func (r *run) result(finished bool, elapsed time.Duration) Result {
 	default:
 		res.Observed = VerdictSafe
 	}
-	res.OK = string(res.Observed) == string(res.Expected)
-	if res.OK && r.check != nil {
-		res.Note = r.check(&res)
-		res.OK = res.Note == ""
-	}
+	r.judge(&res, elapsed)
 	return res
 }

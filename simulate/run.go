@@ -42,15 +42,23 @@ type run struct {
 	events  []event
 	held    bool // events scheduled now count from client 1's first acquisition
 	check   func(*Result) string
-	rdbs    []*redis.Client
-	proxies []*proxy
-	metrics *acquisitions // with Options.Metrics
-	subs    *submissions  // a submission row's: then clients send forms instead of shopping
+	// pace checks what a run in real time shows only when the machine runs it on time: how
+	// fast the lock moved (see miss.go). Its note makes the run not ok, as check's does.
+	pace func(*Result) string
+	// missed, called on a run that is not ok, says how its fault missed its window ("" when
+	// it did not): Run then tries again (see miss.go). Without one, a run missed when one of
+	// its meetings did.
+	missed   func(*Result) string
+	meetings []*meeting
+	lag      time.Duration // the longest the machine ran the run's timers late, in true time
+	rdbs     []*redis.Client
+	proxies  []*proxy
+	metrics  *acquisitions // with Options.Metrics
+	subs     *submissions  // a submission row's: then clients send forms instead of shopping
 }
 
-// Run executes sc once and checks it. It blocks for the scenario's duration times the scale
-// (or no real time at all inside a testing/synctest bubble).
-func Run(ctx context.Context, sc Scenario, o Options) Result {
+// runOnce executes sc once with o.Seed and checks it.
+func runOnce(ctx context.Context, sc Scenario, o Options) Result {
 	r := newRun(sc, o)
 	if why := r.backend.gap(sc); why != "" {
 		res := r.result(false, 0)
@@ -229,6 +237,7 @@ func (r *run) execute(ctx context.Context) Result {
 			}
 		}
 	}
+	bg.Go(func() { r.watchLag(done) })
 	split := slices.IndexFunc(r.events, func(e event) bool { return e.held })
 	if split < 0 {
 		split = len(r.events)
@@ -301,7 +310,7 @@ func (r *run) execute(ctx context.Context) Result {
 		errs = append(errs, n.err())
 	}
 	if err := errors.Join(errs...); err != nil {
-		res.Observed, res.OK, res.Note = VerdictError, false, err.Error()
+		res.Observed, res.OK, res.Note, res.miss = VerdictError, false, err.Error(), ""
 	}
 	slices.SortStableFunc(fired, func(a, b Fault) int { return int(a.At - b.At) })
 	res.Faults = fired

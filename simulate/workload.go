@@ -96,7 +96,13 @@ type plan struct {
 	// frozen makes pauseBefore stop the whole client process, not only its goroutine: its
 	// links are cut meanwhile, so that its keep-alive reaches no node (its timers still fire).
 	frozen bool
+	// meet, when set, ends the section's planned wait as soon as the meeting is met: its pause
+	// when it has one (then the pause's length is the most it lasts), else its work.
+	meet *meeting
 }
+
+// pauses reports whether the plan pauses the client somewhere in its section.
+func (p plan) pauses() bool { return p.pauseBefore > 0 || p.pauseRelease > 0 || p.pauseInUnlock > 0 }
 
 // A client is one buyer process: its clock, its links to the nodes, its lock.
 type client struct {
@@ -111,7 +117,7 @@ type client struct {
 
 	mu    sync.Mutex
 	plans []plan
-	armed time.Duration // the pause inside the current release
+	armed plan // the current section's plan, for the pause inside its release
 }
 
 // arm queues p for the client's next critical section not yet planned.
@@ -134,10 +140,12 @@ func (c *client) next() (p plan, ok bool) {
 
 func (c *client) inRelease() {
 	c.mu.Lock()
-	d := c.armed
-	c.armed = 0
+	p := c.armed
+	c.armed = plan{}
 	c.mu.Unlock()
-	time.Sleep(d)
+	if p.pauseInUnlock > 0 {
+		p.meet.wait(time.NewTimer(p.pauseInUnlock))
+	}
 }
 
 // shop is the client's loop: lock, read the stock, work, write stock-1, unlock; until the
@@ -154,7 +162,7 @@ func (r *run) shop(sale, ctx context.Context, c *client) {
 		c.once.Do(func() { close(c.held) })
 		p, planned := c.next()
 		c.mu.Lock()
-		c.armed = p.pauseInUnlock
+		c.armed = p
 		c.mu.Unlock()
 
 		lostAt := r.watchLost(h)
@@ -179,6 +187,7 @@ func (r *run) section(ctx context.Context, c *client, h holding, p plan, planned
 	stock, version := r.store.read(h.Fence())
 	s.Enter = r.since(time.Now())
 	s.Exit = s.Enter
+	r.enter(c.id, p.meet)
 	if s.Reader = r.reader(c); stock <= 0 {
 		return true
 	}
@@ -193,6 +202,7 @@ func (r *run) section(ctx context.Context, c *client, h holding, p plan, planned
 	}
 	if !r.work(ctx, c, h, p, planned) {
 		s.Aborted = true
+		p.meet.giveUp()
 		return false
 	}
 	r.pause(c, p)
@@ -202,21 +212,26 @@ func (r *run) section(ctx context.Context, c *client, h holding, p plan, planned
 	} else if h.Fence() != 0 { // refused: it wrote nothing
 		s.Refused = r.since(time.Now())
 	}
-	time.Sleep(p.pauseRelease)
+	if p.pauseRelease > 0 {
+		p.meet.wait(time.NewTimer(p.pauseRelease))
+	}
 	return false
 }
 
 // pause stops client c for p.pauseBefore, after its last validity check and before its write;
 // a frozen pause cuts its links meanwhile, as a stopped process reaches no node.
 func (r *run) pause(c *client, p plan) {
-	if !p.frozen || p.pauseBefore == 0 {
-		time.Sleep(p.pauseBefore)
+	if p.pauseBefore == 0 {
+		return
+	}
+	if !p.frozen {
+		p.meet.wait(time.NewTimer(p.pauseBefore))
 		return
 	}
 	for _, l := range c.links {
 		l.setCut(true)
 	}
-	time.Sleep(p.pauseBefore)
+	p.meet.wait(time.NewTimer(p.pauseBefore))
 	for _, l := range c.links {
 		l.setCut(false)
 	}
@@ -244,7 +259,11 @@ func (r *run) work(ctx context.Context, c *client, h holding, p plan, planned bo
 			until, _ := h.Until()
 			chunk = until.Sub(c.clock.now()) - margin
 		}
-		c.clock.sleep(chunk)
+		if meet := p.meet; i == 0 && meet != nil && !p.pauses() {
+			meet.wait(c.clock.NewTimer(chunk))
+		} else {
+			c.clock.sleep(chunk)
+		}
 		if i == 0 {
 			time.Sleep(p.pauseInWork) // before the first extend, or the validity check
 		}

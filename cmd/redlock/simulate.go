@@ -26,8 +26,10 @@ const simulateUsage = `usage: redlock simulate [flags]
 Runs each scenario of the catalog (Redis nodes, faults, clients running a flash sale) and
 checks in true time that no two clients held the lock at once. The nodes are in-memory
 servers, or with -backend real redis-server processes that it starts on free loopback ports
-and stops, with real faults (signals, a TCP proxy, libfaketime). Progress goes to stderr, the
-table (or -json) to stdout. Exit status 1 when a scenario's outcome differs from its
+and stops, with real faults (signals, a TCP proxy, libfaketime). A run that the machine ran
+too late to show anything (its fault missed its window, or its pace shows the machine) is run
+again with the next seed at twice the scale (-retries), and says so. Progress goes to stderr,
+the table (or -json) to stdout. Exit status 1 when a scenario's outcome differs from its
 expectation; 2 on bad flags, or when -backend real lacks redis-server or libfaketime.
 
 flags:
@@ -38,6 +40,7 @@ type simulateConfig struct {
 	patterns  string // comma-separated globs
 	seed      uint64 // 0: pick one at random
 	runs      int
+	retries   int
 	stock     int
 	json      bool
 	timeline  string
@@ -95,6 +98,7 @@ func parseSimulate(args []string, stderr io.Writer) (simulateConfig, error) {
 	fs.StringVar(&c.patterns, "scenario", "*", "run the scenarios whose name matches this glob, or one of these comma-separated globs")
 	fs.Uint64Var(&c.seed, "seed", 0, "seed of the first run; 0 picks one at random (printed above the table)")
 	fs.IntVar(&c.runs, "runs", 1, "runs of each scenario, with seeds seed, seed+1, ...")
+	fs.IntVar(&c.retries, "retries", 2, "run a scenario again, up to this many times, with the next seed at twice the scale, when the machine ran it too late to show anything: its fault missed its window, or its pace shows the machine; each retry is printed")
 	fs.IntVar(&c.stock, "stock", 0, "override each scenario's stock when positive: more critical sections, a longer run")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object per run instead of the table")
 	fs.StringVar(&c.timeline, "timeline", "", "draw every run into this SVG file")
@@ -134,6 +138,8 @@ func (c simulateConfig) check() error {
 	switch {
 	case c.runs < 1:
 		return fmt.Errorf("-runs %d: want at least 1", c.runs)
+	case c.retries < 0:
+		return fmt.Errorf("-retries %d: want 0 or more", c.retries)
 	case c.parallel < 1:
 		return fmt.Errorf("-parallel %d: want at least 1", c.parallel)
 	case !(c.scale > 0 && c.scale <= 1):
@@ -210,7 +216,7 @@ func (c simulateConfig) runAll(ctx context.Context, backend simulate.Backend, st
 	fmt.Fprintf(stderr, "redlock simulate: %d runs of %d scenarios on %s from seed %d; the 10 s TTL lasts %v of real time%s\n",
 		len(jobs), len(c.scenarios), backend, c.seed, time.Duration(float64(simulate.TTL)*c.scale), c.slower())
 	p := &progress{w: stderr, total: len(jobs), seeds: c.runs > 1}
-	o := simulate.Options{Scale: c.scale, Backend: backend, Metrics: c.metrics != "", Stock: c.stock}
+	o := simulate.Options{Scale: c.scale, Backend: backend, Metrics: c.metrics != "", Stock: c.stock, Retries: c.retries}
 	results, err := runJobs(ctx, jobs, o, c.parallel, p)
 	if err != nil {
 		return nil, err
@@ -306,6 +312,9 @@ func (p *progress) report(res simulate.Result, took time.Duration) {
 		outcome = fmt.Sprintf("%s, expected %s: UNEXPECTED", res.Observed, res.Expected)
 	}
 	fmt.Fprintf(p.w, "[%d/%d] %s: %s (%v)\n", p.done, p.total, name, outcome, took.Round(10*time.Millisecond))
+	for _, m := range res.Missed {
+		fmt.Fprintf(p.w, "        %s\n", simulate.MissLine(m))
+	}
 	for _, line := range res.Schedule {
 		fmt.Fprintf(p.w, "        %s\n", line)
 	}

@@ -79,3 +79,24 @@ func TestSimulateSlowerScenarios(t *testing.T) {
 		t.Errorf("at -scale 0.5, slower() = %q, want none", got)
 	}
 }
+
+// -retries must not be negative; a run that was retried says so on stderr under its line,
+// above its schedule.
+func TestSimulateRetries(t *testing.T) {
+	if code, _, stderr := runCLI(t, "simulate", "-retries", "-1"); code != 2 || !strings.HasPrefix(stderr, "redlock simulate: -retries -1: want 0 or more\n") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	var out bytes.Buffer
+	p := &progress{w: &out, total: 1}
+	p.report(simulate.Result{
+		Scenario: "node-rate-beyond", Expected: simulate.Violation, Observed: simulate.VerdictViolated, OK: true, Seed: 8,
+		Missed:   []simulate.Miss{{Seed: 7, Scale: 0.05, Why: "the fault missed its window: none came"}},
+		Schedule: []string{"t=  0.00s node A: clock rate 1.4"},
+	}, time.Second)
+	want := "[1/1] node-rate-beyond: violation, as expected (1s)\n" +
+		"        seed 7 at scale 0.05: the fault missed its window: none came; retried with seed 8 at scale 0.1\n" +
+		"        t=  0.00s node A: clock rate 1.4\n"
+	if out.String() != want {
+		t.Errorf("progress:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
