@@ -154,7 +154,7 @@ func restartHolderNode(r *run) {
 
 // restartBesideClockBehind sets one node's clock an hour behind and cuts client 1 from it for
 // the whole run, so that client 1 holds on the other two; one of those restarts empty while it
-// holds. The next holder's quorum is then the node whose clock is behind, whose counter no
+// holds, and client 1 writes once another client has entered. The next holder's quorum is then the node whose clock is behind, whose counter no
 // holder raised, and the node that lost its counter: only the clocks can keep its token above
 // client 1's.
 func restartBesideClockBehind(r *run) {
@@ -165,7 +165,7 @@ func restartBesideClockBehind(r *run) {
 	l := r.clients[0].links[p[0]]
 	r.at(0, fmt.Sprintf("client 1: cut from node %s", behind.name), func() {})
 	l.setCut(true)
-	r.arm(0, plan{fullValidity: true, margin: TTL / 10})
+	r.holdForAnother()
 	r.onceHeld(func() { r.restartAt(r.between(2*time.Second, 4*time.Second), p[1+r.rng.IntN(2)], false, 0) })
 	r.check = needRefusal
 }
