@@ -140,7 +140,9 @@ func TestRealServersWokenWaiterHoldsAFullLock(t *testing.T) {
 	ctx := context.Background()
 	var cs []*redlock.Client
 	for range 3 {
-		c, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithRetryDelay(time.Hour, time.Hour))
+		// A generous node timeout: the test is about the waiter's validity, and under -race on a
+		// busy machine the default 100 ms can cost the release its quorum.
+		c, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithRetryDelay(time.Hour, time.Hour), redlock.WithNodeTimeout(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
