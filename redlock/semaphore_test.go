@@ -73,16 +73,17 @@ func TestPrimitivesDoExtendWhileFnRuns(t *testing.T) {
 	ctx := context.Background()
 	sem, _ := c.Semaphore("pool", 1)
 	rw, _ := c.RWMutex("doc")
-	// A ttl of 600 ms is extended when 200 ms are left: slack enough for a loaded machine (at
-	// 150 ms, 2 runs in 10 lost the lock under a full make test). The three run at once.
+	// A ttl of 1.5 s is extended when 500 ms are left: slack enough for a loaded machine (with
+	// 200 ms, a make test beside four busy loops, at a load of 17, lost the lock). The three run
+	// at once.
 	var wg sync.WaitGroup
 	for name, do := range map[string]func(context.Context, time.Duration, func(context.Context) error) error{
 		"Semaphore.Do": sem.Do, "RWMutex.RDo": rw.RDo, "RWMutex.Do": rw.Do,
 	} {
 		wg.Go(func() {
-			err := do(ctx, 600*time.Millisecond, func(ctx context.Context) error {
+			err := do(ctx, 1500*time.Millisecond, func(ctx context.Context) error {
 				select {
-				case <-time.After(1500 * time.Millisecond): // over two ttls
+				case <-time.After(3500 * time.Millisecond): // over two ttls
 					return nil
 				case <-ctx.Done():
 					return context.Cause(ctx)

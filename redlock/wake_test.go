@@ -219,7 +219,9 @@ func TestRealServersFirstWaiterTakesAnExpiredKeyAtOnce(t *testing.T) {
 	defer cancel()
 	newClient := func() (*redlock.Client, func()) {
 		nodes := redistest.Clients(t, addrs...)
-		c, err := redlock.New(nodes, redlock.WithRetryDelay(time.Hour, time.Hour))
+		// A generous node timeout: a first call on cold connections, under -race on a busy
+		// machine, can take longer than the default 100 ms, and the next try is an hour away.
+		c, err := redlock.New(nodes, redlock.WithRetryDelay(time.Hour, time.Hour), redlock.WithNodeTimeout(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
