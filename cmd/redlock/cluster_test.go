@@ -47,7 +47,9 @@ func TestExecAndStatusOnClusterNodes(t *testing.T) {
 	}
 	noPassword(t, stdout, stderr)
 
-	locker, err := redlock.New([]redis.UniversalClient{a.Client(t), b.Client(t), redistest.ACLClient(t, plain.Addr, user, password)})
+	// A generous node timeout: a cluster client's first call loads its slots, which on a busy
+	// machine can take longer than the default 100 ms.
+	locker, err := redlock.New([]redis.UniversalClient{a.Client(t), b.Client(t), redistest.ACLClient(t, plain.Addr, user, password)}, redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
