@@ -242,10 +242,11 @@ func (l *Lock) release(ctx context.Context, why error) error {
 		decode: decodeHeld, wait: c.nodeTimeout, need: l.spec.need, hold: l.ttl}
 	callCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
 	q := quorum.New[struct{}](len(c.nodes))
+	call := rd.call // a method value costs an allocation each time it is taken
 	l.releasing = q
 	l.sendRelease = func(i int) {
 		if d, ok := callCtx.Deadline(); ok && time.Until(d) >= rd.wait {
-			q.Go(callCtx, nil, i, rd.call)
+			q.Go(callCtx, nil, i, call)
 			return
 		}
 		// Its acquisition answered long after Unlock began: its release has the round's
@@ -253,13 +254,13 @@ func (l *Lock) release(ctx context.Context, why error) error {
 		lateCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
 		q.Go(lateCtx, nil, i, func(ctx context.Context, i int) (struct{}, error) {
 			defer cancel()
-			return rd.call(ctx, i)
+			return call(ctx, i)
 		})
 	}
 	pending := slices.Clone(l.pending)
 	for i := range c.nodes {
 		if !slices.Contains(pending, i) {
-			q.Go(callCtx, nil, i, rd.call)
+			q.Go(callCtx, nil, i, call)
 		}
 	}
 	l.mu.Unlock()
