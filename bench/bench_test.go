@@ -88,7 +88,10 @@ const (
 // failed Lock calls) at p50, p99 and max, max including waits still unfinished when the window
 // closed, and min-share, the fairness (see contended). With clients=1 the goroutines share one
 // client of the library (one process); with clients=8 each has its own, over its own go-redis
-// clients (eight processes). Run with -benchtime=1x: one window an op.
+// clients (eight processes). Also reported, from INFO of the 5 servers before and after the
+// window: redis-calls/acq/node, the commands the servers ran per acquisition per node (those a
+// script calls counted too), scripts/acq/node, the scripts among them, and redis-cpu-us/acq, the
+// servers' CPU time per acquisition. Run with -benchtime=1x: one window an op.
 func BenchmarkContended(b *testing.B) {
 	for _, shared := range []bool{true, false} {
 		name := "clients=1"
@@ -108,7 +111,10 @@ func BenchmarkContended(b *testing.B) {
 							l.close()
 						}
 					}()
-					contended(b, ls, contendWindow, nil)
+					as := addrs(b, 5, false)
+					before := readWork(b, as)
+					acquired := contended(b, ls, contendWindow, nil)
+					reportWork(b, readWork(b, as).since(before), acquired, len(as))
 				})
 			}
 		})
@@ -124,8 +130,8 @@ func BenchmarkContended(b *testing.B) {
 // no-holder-max-us is the longest time of any window when nobody held the key (see contend).
 // closed, unless nil, is called as each window closes. No acquisition at all is a result too:
 // every wait then lasted the window, and ns/op is the time measured, as if one had come at
-// its end.
-func contended(b *testing.B, ls []locker, length time.Duration, closed func()) {
+// its end. It returns the number of acquisitions.
+func contended(b *testing.B, ls []locker, length time.Duration, closed func()) int {
 	var failed int
 	var waits []time.Duration
 	var longest, noHolder time.Duration
@@ -166,6 +172,7 @@ func contended(b *testing.B, ls []locker, length time.Duration, closed func()) {
 	least, underHalf := shares(perContender)
 	b.ReportMetric(least, "min-share")
 	b.ReportMetric(float64(underHalf), "under-half-share")
+	return acquired
 }
 
 // shares returns the least of the contenders' acquisitions as a fraction of a fair share (all

@@ -242,24 +242,18 @@ func (l *Lock) release(ctx context.Context, why error) error {
 		decode: decodeHeld, wait: c.nodeTimeout, need: l.spec.need, hold: l.ttl}
 	callCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
 	q := quorum.New[struct{}](len(c.nodes))
+	call := rd.call // a method value costs an allocation each time it is taken
 	l.releasing = q
-	l.sendRelease = func(i int) {
-		if d, ok := callCtx.Deadline(); ok && time.Until(d) >= rd.wait {
-			q.Go(callCtx, nil, i, rd.call)
-			return
-		}
-		// Its acquisition answered long after Unlock began: its release has the round's
-		// time from now.
-		lateCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
-		q.Go(lateCtx, nil, i, func(ctx context.Context, i int) (struct{}, error) {
-			defer cancel()
-			return rd.call(ctx, i)
-		})
+	// pending is a copy, since late changes l.pending; with none, no acquisition call is left
+	// to answer late.
+	var onStack [8]int
+	pending := append(onStack[:0], l.pending...)
+	if len(pending) > 0 {
+		l.sendRelease = rd.late(ctx, callCtx, q, call)
 	}
-	pending := slices.Clone(l.pending)
 	for i := range c.nodes {
 		if !slices.Contains(pending, i) {
-			q.Go(callCtx, nil, i, rd.call)
+			q.Go(callCtx, nil, i, call)
 		}
 	}
 	l.mu.Unlock()
@@ -271,6 +265,23 @@ func (l *Lock) release(ctx context.Context, why error) error {
 	}
 	c.decided(ctx, votes(out.Outcome), c.clock.Now().Sub(start), err)
 	return err
+}
+
+// late returns what sends, in q, the release of a node whose acquisition call answered after
+// the release round began (call is rd.call): within callCtx, the round's, while that leaves
+// the round's wait; else with the round's time from then.
+func (rd round[T]) late(ctx, callCtx context.Context, q *quorum.Round[T], call func(context.Context, int) (T, error)) func(node int) {
+	return func(i int) {
+		if d, ok := callCtx.Deadline(); ok && time.Until(d) >= rd.wait {
+			q.Go(callCtx, nil, i, call)
+			return
+		}
+		lateCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
+		q.Go(lateCtx, nil, i, func(ctx context.Context, i int) (T, error) {
+			defer cancel()
+			return call(ctx, i)
+		})
+	}
 }
 
 // Orphan ends the lock without releasing it: the Client stops keeping it (KeepAlive) and

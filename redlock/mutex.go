@@ -18,24 +18,41 @@ type mutexOps struct {
 	keys wire.MutexKeys // Fence "" without fencing
 }
 
+// mutexSpec is a mutex's spec with its ops and the name it wakes, made in one allocation:
+// every Lock call makes one.
+type mutexSpec struct {
+	spec
+	ops  mutexOps
+	wake [1]string
+}
+
 // mutex returns the spec of a lock of key; lock, try and do check the key.
 func (c *Client) mutex(key string) *spec {
-	keys := c.names.Mutex(key)
+	keys := c.names.Mutex
 	if !c.fencing {
-		keys.Fence = ""
+		keys = c.names.Unfenced
 	}
-	s := &spec{kind: KindMutex, key: key, need: c.quorum, wake: []string{keys.Lock}, ops: mutexOps{keys}}
+	m := &mutexSpec{ops: mutexOps{keys(key)}}
+	m.wake[0] = m.ops.keys.Lock
+	m.spec = spec{kind: KindMutex, key: key, need: c.quorum, wake: m.wake[:], ops: &m.ops}
 	if c.fencing {
-		s.fence = func(token string, term uint64) command {
-			return run(wire.FenceScript, wire.Fence{Keys: keys, Token: token, Fence: term})
+		m.spec.fence = func(token string, term uint64) command {
+			return run(wire.FenceScript, wire.Fence{Keys: m.ops.keys, Token: token, Fence: term})
 		}
 	}
-	return s
+	return &m.spec
+}
+
+// setStorage is what SET NX's command points to, made in one allocation.
+type setStorage struct {
+	box        boxed
+	key, token [1]string
 }
 
 func (m mutexOps) acquire(a attempt) command {
 	if a.waiter == "" && m.keys.Fence == "" {
-		return command{keys: []string{m.keys.Lock}, args: []string{a.token}, ttl: a.ttl, box: &boxed{}}
+		set := &setStorage{key: [1]string{m.keys.Lock}, token: [1]string{a.token}}
+		return command{keys: set.key[:], args: set.token[:], ttl: a.ttl, box: &set.box}
 	}
 	return run(wire.AcquireScript, wire.Acquire{Keys: m.keys, Token: a.token, TTL: a.ttl,
 		Waiter: a.waiter, Place: a.place, Lease: a.lease})

@@ -40,13 +40,19 @@ func (r *refusals) send(send func(ctx context.Context, cmd redis.Cmder) error, n
 			return last.err
 		}
 		err := send(ctx, cmd)
-		var oe *net.OpError
 		switch {
-		case errors.As(err, &oe) && oe.Op == "dial":
+		case err != nil && refused(err):
 			r.last.Store(&refusal{err: err, until: time.Now().Add(refusedFor(nodeTimeout))})
 		case r.last.Load() != nil && (err == nil || errors.As(err, new(redis.Error))):
 			r.last.Store(nil) // it answered
 		}
 		return err
 	}
+}
+
+// refused reports whether err is a refused dial. It is asked only of errors: the target of
+// errors.As escapes, and a call that succeeded should not pay for it.
+func refused(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
 }

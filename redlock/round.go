@@ -75,14 +75,18 @@ func (a *asked[T]) rest(late func(quorum.Reply[T])) {
 		a.cancel()
 		return
 	}
-	a.c.bg.Go(func() {
-		defer a.cancel()
-		a.q.Rest(a.c.ctx.Done(), func(rep quorum.Reply[T]) {
-			if late != nil {
-				late(rep)
-			}
-		})
-	})
+	a.c.bg.Add(1)
+	go a.collect(late) // not bg.Go: its wrapper would cost another allocation a round
+}
+
+// collect is rest's goroutine.
+func (a *asked[T]) collect(late func(quorum.Reply[T])) {
+	defer a.c.bg.Done()
+	defer a.cancel()
+	if late == nil {
+		late = func(quorum.Reply[T]) {}
+	}
+	a.q.Rest(a.c.ctx.Done(), late)
 }
 
 // call sends the round's command to node i and reads its reply, reporting it to the Observer.

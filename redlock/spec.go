@@ -65,16 +65,22 @@ type command struct {
 type boxed struct {
 	once         sync.Once
 	evalsha, set []any
+	buf          [boxedArgs]any // storage for either, when it fits
 }
+
+// boxedArgs is the longest argument list that boxed holds without another allocation:
+// release.lua's EVALSHA, the commonest, has 11.
+const boxedArgs = 11
 
 // of returns cmd's arguments boxed: EVALSHA's, or SET's.
 func (b *boxed) of(cmd command) *boxed {
 	b.once.Do(func() {
 		if cmd.script == nil {
-			b.set = []any{"set", cmd.keys[0], cmd.args[0], "px", cmd.ttl.Milliseconds(), "nx"}
+			b.buf[0], b.buf[1], b.buf[2], b.buf[3], b.buf[4], b.buf[5] = "set", cmd.keys[0], cmd.args[0], "px", cmd.ttl.Milliseconds(), "nx"
+			b.set = b.buf[:6]
 			return
 		}
-		b.evalsha = boxArgs("evalsha", cmd.script.SHA1(), cmd.keys, cmd.args)
+		b.evalsha = appendArgs(b.buf[:0], "evalsha", cmd.script.SHA1Arg(), cmd.keys, cmd.args)
 	})
 	return b
 }
@@ -82,13 +88,28 @@ func (b *boxed) of(cmd command) *boxed {
 // boxArgs returns EVALSHA's or EVAL's arguments: the verb, the script or its SHA1, the number
 // of keys, the keys and the arguments.
 func boxArgs(verb, script string, keys, args []string) []any {
-	a := make([]any, 0, 3+len(keys)+len(args))
+	return appendArgs(make([]any, 0, 3+len(keys)+len(args)), verb, script, keys, args)
+}
+
+// appendArgs appends the arguments of boxArgs to a, boxing a string that is also a key (a
+// lock's name in an announcement) once.
+func appendArgs(a []any, verb string, script any, keys, args []string) []any {
 	a = append(a, verb, script, len(keys))
 	for _, k := range keys {
 		a = append(a, k)
 	}
 	for _, s := range args {
-		a = append(a, s)
+		var v any
+		for i, k := range keys {
+			if k == s && s != "" {
+				v = a[3+i]
+				break
+			}
+		}
+		if v == nil {
+			v = s
+		}
+		a = append(a, v)
 	}
 	return a
 }

@@ -21,11 +21,13 @@ type Acquire struct {
 }
 
 func (a Acquire) Encode() (keys, args []string) {
-	keys = []string{a.Keys.Lock, a.Keys.Queue, a.Keys.Leases}
-	if a.Keys.Fence != "" {
-		keys = append(keys, a.Keys.Fence)
+	all := []string{a.Keys.Lock, a.Keys.Queue, a.Keys.Leases, a.Keys.Fence,
+		a.Token, Ms(a.TTL), a.Waiter, strconv.FormatInt(a.Place, 10), Ms(a.Lease)}
+	keys, args = all[:4:4], all[4:] // one allocation for both
+	if a.Keys.Fence == "" {
+		keys = keys[:3:3]
 	}
-	return keys, []string{a.Token, Ms(a.TTL), a.Waiter, strconv.FormatInt(a.Place, 10), Ms(a.Lease)}
+	return keys, args
 }
 
 // Release is release.lua's call: Unlock's, announced on Channel ("" for none), or with
@@ -42,8 +44,9 @@ type Release struct {
 }
 
 func (r Release) Encode() (keys, args []string) {
-	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases},
-		[]string{r.Token, r.Channel, r.Keys.Lock, r.Waiter, rollback(r.Rollback)}
+	all := []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases,
+		r.Token, r.Channel, r.Keys.Lock, r.Waiter, rollback(r.Rollback)}
+	return all[:3:3], all[3:] // one allocation for both
 }
 
 // rollback is the argument that marks a release as a failed attempt's roll-back.

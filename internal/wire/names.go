@@ -127,12 +127,15 @@ type MutexKeys struct {
 
 // Mutex returns the keys of the lock of key, its fencing counter included.
 func (n Names) Mutex(key string) MutexKeys {
-	return MutexKeys{
-		Lock:   n.Key(key),
-		Queue:  n.Companion("queue", key),
-		Leases: n.Companion("leases", key),
-		Fence:  n.Companion("fence", key),
-	}
+	k := n.Unfenced(key)
+	k.Fence = n.Companion("fence", key)
+	return k
+}
+
+// Unfenced returns the keys of a single-key lock of key without its fencing counter (Fence
+// ""): a lock without fencing never touches it, and need not pay for its name.
+func (n Names) Unfenced(key string) MutexKeys {
+	return MutexKeys{Lock: n.Key(key), Queue: n.Companion("queue", key), Leases: n.Companion("leases", key)}
 }
 
 // ElectionKeys are the keys of an election: a single-key lock of its own (its key, line and

@@ -18,12 +18,14 @@ import (
 // A Script is one Lua script: its text and the SHA1 that EVALSHA takes.
 type Script struct {
 	name, src, sha string
+	shaArg         any // sha as an interface value, made once
 }
 
 func newScript(name string, parts ...string) *Script {
 	src := strings.Join(parts, "\n")
 	sum := sha1.Sum([]byte(src))
-	return &Script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
+	sha := hex.EncodeToString(sum[:])
+	return &Script{name: name, src: src, sha: sha, shaArg: sha}
 }
 
 // Name returns the script's file name without ".lua", for errors and logs.
@@ -34,6 +36,10 @@ func (s *Script) Source() string { return s.src }
 
 // SHA1 returns the SHA1 of the script's text in hex.
 func (s *Script) SHA1() string { return s.sha }
+
+// SHA1Arg returns SHA1() as an interface value made once, for a client that takes a
+// command's arguments as []any: boxing the string anew would cost an allocation a call.
+func (s *Script) SHA1Arg() any { return s.shaArg }
 
 var (
 	//go:embed scripts/queue.lua

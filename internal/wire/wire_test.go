@@ -106,6 +106,11 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if got := c.ZRange(ctx, k.Queue, 0, -1).Val(); !slices.Equal(got, []string{w1}) {
 			t.Fatalf("the line is %q", got)
 		}
+		for _, set := range []string{k.Queue, k.Leases} { // the line lasts the lease, no more
+			if d := c.PTTL(ctx, set).Val(); d <= 59*time.Second || d > time.Minute {
+				t.Fatalf("%s expires in %v, want the lease (1m)", set, d)
+			}
+		}
 		if held(t, run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "B", Channel: ch})) {
 			t.Fatal("another's token released the key")
 		}

@@ -8,18 +8,19 @@
 -- Returns {0} when refused ({0, n, ms} to a waiter: n waiters are ahead of it in line, and the
 -- key has ms milliseconds left, or -2 when free), {1} when set, and with fencing {1, counter, seconds, microseconds}: the counter and this node's clock,
 -- read in the same step.
-local now = now_ms()
 local name = ARGV[3]
 local free = redis.call("EXISTS", KEYS[1]) == 0
+local now
 if name ~= "" then
 	-- first also drops the lapsed waiters at the front, so that a waiter behind only them is
 	-- told it is first.
-	local ahead = first(KEYS[2], KEYS[3], now)
+	local ahead
+	ahead, now = first(KEYS[2], KEYS[3], nil, name)
 	free = free and (not ahead or ahead == name)
 end
 if not free then
 	if name ~= "" then
-		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]), now)
+		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]), now or now_ms())
 		return {0, redis.call("ZRANK", KEYS[2], name), redis.call("PTTL", KEYS[1])}
 	end
 	return {0}
