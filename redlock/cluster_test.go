@@ -192,7 +192,7 @@ func testCluster(t *testing.T, s clusterSetup) {
 		if _, err := c2.TryLock(ctx, key, time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
 			t.Fatalf("TryLock of a held key: %v", err)
 		}
-		<-l1.Lost()
+		redistest.Receive(t, "Lost closed after the validity", l1.Lost())
 		var l2 *redlock.Lock
 		redistest.Eventually(t, "the key expired on the nodes", func() bool {
 			l2, err = c2.TryLock(ctx, key, 10*time.Second)
@@ -247,7 +247,7 @@ func testCluster(t *testing.T, s clusterSetup) {
 		if err := l1.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-got; err != nil {
+		if err := redistest.Receive(t, "the waiter returns after the release", got); err != nil {
 			t.Fatalf("the waiter, after the release: %v", err)
 		}
 	})
@@ -319,9 +319,10 @@ func testCluster(t *testing.T, s clusterSetup) {
 		for _, k := range s.keys {
 			t.Run(k.prefix+k.key, func(t *testing.T) {
 				hour := redlock.WithRetryDelay(time.Hour, time.Hour)
+				waiting, watch := watchWaits()
 				c1 := s.client(t, redlock.WithKeyPrefix(k.prefix), hour)
-				c2 := s.client(t, redlock.WithKeyPrefix(k.prefix), hour)
-				testPrimitivesOn(t, c1, c2, k.key)
+				c2 := s.client(t, redlock.WithKeyPrefix(k.prefix), hour, watch)
+				testPrimitivesOn(t, c1, c2, waiting, k.key)
 			})
 		}
 		// LockAll of keys in different slots: an error on cluster nodes, where a script
@@ -423,9 +424,9 @@ func TestNewClusterErrors(t *testing.T) {
 	}
 }
 
-// testPrimitivesOn runs each primitive of c1 on key, with c2 as another process; both wait
-// for releases by announcement only.
-func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
+// testPrimitivesOn runs each primitive of c1 on key, with c2 as another process, whose waits
+// waiting tells; both wait for releases by announcement only.
+func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, waiting waits, key string) {
 	t.Helper()
 	ctx := context.Background()
 	// waited runs acquire in the background and returns a channel that receives its error
@@ -443,7 +444,6 @@ func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 		}()
 		return got
 	}
-	settle := func() { time.Sleep(100 * time.Millisecond) } // the waiter failed once and listens
 
 	sem1, _ := c1.Semaphore(key, 2)
 	sem2, _ := c2.Semaphore(key, 2)
@@ -459,11 +459,11 @@ func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 		t.Fatalf("a third holder of 2 permits: %v", err)
 	}
 	got := waited(sem2.Lock)
-	settle()
+	waiting.await(t)
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; err != nil {
+	if err := redistest.Receive(t, "the semaphore's waiter returns", got); err != nil {
 		t.Fatalf("the semaphore's waiter: %v", err)
 	}
 	b.Unlock(ctx)
@@ -479,13 +479,13 @@ func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 		t.Fatalf("a second reader: %v", err)
 	}
 	got = waited(rw2.Lock)
-	settle()
+	waiting.await(t)
 	if _, err := rw1.TryRLock(ctx, 10*time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("a reader behind a waiting writer: %v", err)
 	}
 	r1.Unlock(ctx)
 	r2.Unlock(ctx)
-	if err := <-got; err != nil {
+	if err := redistest.Receive(t, "the waiting writer returns", got); err != nil {
 		t.Fatalf("the waiting writer: %v", err)
 	}
 
@@ -496,11 +496,11 @@ func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 	got = waited(func(ctx context.Context, ttl time.Duration) (*redlock.Lock, error) {
 		return c2.LockAll(ctx, []string{key}, ttl)
 	})
-	settle()
+	waiting.await(t)
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; err != nil {
+	if err := redistest.Receive(t, "LockAll behind Lock returns", got); err != nil {
 		t.Fatalf("LockAll behind Lock: %v", err)
 	}
 
