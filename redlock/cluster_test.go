@@ -192,7 +192,7 @@ func testCluster(t *testing.T, s clusterSetup) {
 		if _, err := c2.TryLock(ctx, key, time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
 			t.Fatalf("TryLock of a held key: %v", err)
 		}
-		<-l1.Lost()
+		redistest.Receive(t, "Lost closed after the validity", l1.Lost())
 		var l2 *redlock.Lock
 		redistest.Eventually(t, "the key expired on the nodes", func() bool {
 			l2, err = c2.TryLock(ctx, key, 10*time.Second)
@@ -247,7 +247,7 @@ func testCluster(t *testing.T, s clusterSetup) {
 		if err := l1.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-got; err != nil {
+		if err := redistest.Receive(t, "the waiter returns after the release", got); err != nil {
 			t.Fatalf("the waiter, after the release: %v", err)
 		}
 	})
@@ -443,7 +443,10 @@ func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 		}()
 		return got
 	}
-	settle := func() { time.Sleep(100 * time.Millisecond) } // the waiter failed once and listens
+	// The waiter failed once and listens. (Not waits.await: a waiter's attempt as a waiter
+	// can come before its Client hears releases, at the node timeout, and a release then is
+	// not heard: on cluster nodes under load, one run in twenty waited for its hour.)
+	settle := func() { time.Sleep(100 * time.Millisecond) }
 
 	sem1, _ := c1.Semaphore(key, 2)
 	sem2, _ := c2.Semaphore(key, 2)
@@ -463,7 +466,7 @@ func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; err != nil {
+	if err := redistest.Receive(t, "the semaphore's waiter returns", got); err != nil {
 		t.Fatalf("the semaphore's waiter: %v", err)
 	}
 	b.Unlock(ctx)
@@ -485,7 +488,7 @@ func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 	}
 	r1.Unlock(ctx)
 	r2.Unlock(ctx)
-	if err := <-got; err != nil {
+	if err := redistest.Receive(t, "the waiting writer returns", got); err != nil {
 		t.Fatalf("the waiting writer: %v", err)
 	}
 
@@ -500,7 +503,7 @@ func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; err != nil {
+	if err := redistest.Receive(t, "LockAll behind Lock returns", got); err != nil {
 		t.Fatalf("LockAll behind Lock: %v", err)
 	}
 

@@ -3,8 +3,6 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,56 +38,21 @@ func election(t *testing.T, c *redlock.Client, ttl time.Duration) *redlock.Elect
 	return e
 }
 
-// Four candidates take turns leading: one leader at a time, terms strictly increasing, and each
-// Resign hands the leadership on at once (the candidates' timers are an hour).
-func TestElectionOneLeaderAtATimeAndResignHandsOn(t *testing.T) {
-	ms := redistest.Minis(t, 3)
-	cs := candidates(t, ms, 4)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var leading, overlaps atomic.Int32
-	var mu sync.Mutex
-	var terms []uint64
-	var wg sync.WaitGroup
-	for i, c := range cs {
-		e := election(t, c, 10*time.Second)
-		wg.Go(func() {
-			for range 5 {
-				term, err := e.Campaign(ctx, string(rune('a'+i)))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if leading.Add(1) != 1 {
-					overlaps.Add(1)
-				}
-				mu.Lock()
-				terms = append(terms, term.Term())
-				mu.Unlock()
-				time.Sleep(time.Millisecond)
-				leading.Add(-1)
-				if err := term.Resign(ctx); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if overlaps.Load() != 0 {
-		t.Fatalf("%d times two leaders at once", overlaps.Load())
-	}
-	for i := 1; i < len(terms); i++ {
-		if terms[i] <= terms[i-1] {
-			t.Fatalf("term %d after %d: terms must strictly increase", terms[i], terms[i-1])
-		}
-	}
-}
-
 // Observe sends the state now, then each change: a leader, a Proclaim, no leader; renewals are
 // not changes. Leader reads the same.
 func TestElectionObserveAndLeader(t *testing.T) {
 	ms := redistest.Minis(t, 3)
-	cs := candidates(t, ms, 2)
+	renewed := make(chan struct{}, 16)
+	cs := candidates(t, ms, 2, redlock.WithObserver(redlock.Observer{
+		End: func(_ context.Context, call redlock.Call, r redlock.Return) {
+			if call.Op == redlock.OpExtend && r.Outcome == redlock.OutcomeOK {
+				select {
+				case renewed <- struct{}{}:
+				default:
+				}
+			}
+		},
+	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	e, watcher := election(t, cs[0], 900*time.Millisecond), election(t, cs[1], 900*time.Millisecond)
@@ -123,7 +86,9 @@ func TestElectionObserveAndLeader(t *testing.T) {
 	if l, err := watcher.Leader(ctx); err != nil || l.Value != "10.0.0.1:8080" || l.Term != term.Term() {
 		t.Fatalf("Leader = %+v, %v", l, err)
 	}
-	time.Sleep(time.Second) // renewals (every third of the ttl) are no events
+	for range 2 { // renewals (every third of the ttl) are no events
+		redistest.Receive(t, "the term renewed", renewed)
+	}
 	select {
 	case l := <-events:
 		t.Fatalf("an event without a change: %+v", l)
@@ -210,7 +175,8 @@ func TestRealServersTermEndsBeforeItsKeyExpires(t *testing.T) {
 // keys never collide with a lock of the same name.
 func TestElectionCloseHandsOnAndKeysAreTheirOwn(t *testing.T) {
 	ms := redistest.Minis(t, 3)
-	cs := candidates(t, ms, 2)
+	waiting, watch := watchWaits()
+	cs := candidates(t, ms, 2, watch)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := election(t, cs[0], 10*time.Second).Campaign(ctx, "first"); err != nil {
@@ -229,9 +195,9 @@ func TestElectionCloseHandsOnAndKeysAreTheirOwn(t *testing.T) {
 		}
 		got <- term
 	}()
-	time.Sleep(100 * time.Millisecond) // the second candidate waits in line
+	waiting.await(t)
 	cs[0].Close()
-	if term := <-got; term != nil && term.Value() != "second" {
+	if term := redistest.Receive(t, "the second candidate's Campaign returns", got); term != nil && term.Value() != "second" {
 		t.Fatalf("value %q", term.Value())
 	}
 }

@@ -231,10 +231,9 @@ func ExampleTerm_Resign() {
 	fmt.Println("valid for up to 10s:", time.Until(term.Until()) <= 10*time.Second)
 	next := make(chan *redlock.Term)
 	go func() {
-		t, _ := e2.Campaign(ctx, "b") // waits in line
+		t, _ := e2.Campaign(ctx, "b") // leads once the first resigns
 		next <- t
 	}()
-	time.Sleep(100 * time.Millisecond)
 	fmt.Println("resign:", term.Resign(ctx))
 	<-term.Lost()
 	t := <-next

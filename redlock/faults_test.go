@@ -216,30 +216,6 @@ func TestRealServersUnlockWithoutAnswersIsNoQuorum(t *testing.T) {
 	}
 }
 
-// Close releases the locks its Client holds, so that nothing stays on the nodes for a ttl; an
-// Unlock after Close says so.
-func TestCloseReleasesWhatTheClientHolds(t *testing.T) {
-	ms := redistest.Minis(t, 3)
-	c, err := redlock.New(redistest.MiniClients(t, ms), redlock.WithNodeTimeout(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	l, err := c.TryLock(ctx, "k", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	for i, m := range ms {
-		if m.Exists("k") {
-			t.Errorf("node %d still holds the key after Close", i)
-		}
-	}
-	if err := l.Unlock(ctx); !errors.Is(err, redlock.ErrClosed) {
-		t.Errorf("Unlock after Close = %v; want ErrClosed", err)
-	}
-}
-
 // A node's error that echoes the command's arguments (an unknown or renamed command does) never
 // carries the lock's token into an error or an Observer's report.
 func TestRealServersNodeErrorsCarryNoToken(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,12 +179,19 @@ func TestRealServersLateNodeReleasedAfterUnlockEnded(t *testing.T) {
 
 // A cancelled acquisition leaves nothing behind, and says both why and that it failed.
 func TestRealServersCancelledAttemptLeavesNoKey(t *testing.T) {
-	ss, nodes, c := realCluster(t, redlock.WithNodeTimeout(time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var answered atomic.Int32
+	ss, nodes, c := realCluster(t, redlock.WithNodeTimeout(time.Hour), redlock.WithObserver(redlock.Observer{
+		NodeReply: func(_ context.Context, r redlock.NodeReply) {
+			if r.Op == redlock.NodeAcquire && answered.Add(1) == 2 {
+				cancel() // the running nodes answered; the calls to the stopped ones are in flight
+			}
+		},
+	}))
 	for _, s := range ss[2:] {
 		s.Pause(t)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 	_, err := c.TryLock(ctx, "k", time.Minute)
 	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want ErrNotAcquired and context.Canceled", err)

@@ -40,26 +40,27 @@ func TestRealServersEverythingUnderThePrefix(t *testing.T) {
 		return c
 	}
 	ctx := context.Background()
+	waiting, watch := watchWaits()
 	for _, opts := range [][]redlock.Option{nil, {redlock.WithFencing()}} {
-		a, b := newClient(opts...), newClient(opts...)
-		handOff(t, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
+		a, b := newClient(opts...), newClient(append(opts, watch)...)
+		handOff(t, waiting, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
 			return func(ctx context.Context) (*redlock.Lock, error) { return c.Lock(ctx, "orders", 10*time.Second) }
 		}, a, b)
 	}
-	a, b := newClient(), newClient()
-	handOff(t, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
+	a, b := newClient(), newClient(watch)
+	handOff(t, waiting, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
 		return func(ctx context.Context) (*redlock.Lock, error) {
 			return c.LockAll(ctx, []string{"orders", "invoices"}, 10*time.Second)
 		}
 	}, a, b)
-	handOff(t, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
+	handOff(t, waiting, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
 		s, err := c.Semaphore("pool", 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return func(ctx context.Context) (*redlock.Lock, error) { return s.Lock(ctx, 10*time.Second) }
 	}, a, b)
-	handOff(t, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
+	handOff(t, waiting, func(c *redlock.Client) func(context.Context) (*redlock.Lock, error) {
 		m, err := c.RWMutex("doc")
 		if err != nil {
 			t.Fatal(err)
@@ -97,13 +98,14 @@ func TestRealServersEverythingUnderThePrefix(t *testing.T) {
 
 // handOff has a hold the lock that lock(a) takes while lock(b) waits, then release it: the
 // release wakes b, whose retry timer is an hour, within seconds.
-func handOff(t *testing.T, lock func(*redlock.Client) func(context.Context) (*redlock.Lock, error), a, b *redlock.Client) {
+func handOff(t *testing.T, waiting waits, lock func(*redlock.Client) func(context.Context) (*redlock.Lock, error), a, b *redlock.Client) {
 	t.Helper()
 	ctx := context.Background()
 	held, err := lock(a)(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	waiting.reset()
 	got := make(chan error, 1)
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -114,11 +116,11 @@ func handOff(t *testing.T, lock func(*redlock.Client) func(context.Context) (*re
 		}
 		got <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // b waits
+	waiting.await(t)
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; err != nil {
+	if err := redistest.Receive(t, "the waiter returns after the release", got); err != nil {
 		t.Fatalf("the waiter was not handed the lock: %v", err)
 	}
 }

@@ -80,7 +80,8 @@ func TestPrimitivesBadInputSendsNothing(t *testing.T) {
 // Every waiting acquisition is woken by the release it waits for, not by its retry timer
 // (an hour here).
 func TestWaitingPrimitivesWokenByRelease(t *testing.T) {
-	_, c := cluster(t, 3, redlock.WithRetryDelay(time.Hour, time.Hour))
+	waiting, watch := watchWaits()
+	_, c := cluster(t, 3, redlock.WithRetryDelay(time.Hour, time.Hour), watch)
 	ctx := context.Background()
 	sem, _ := c.Semaphore("pool", 1)
 	rw, _ := c.RWMutex("doc")
@@ -108,6 +109,7 @@ func TestWaitingPrimitivesWokenByRelease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			waiting.reset() // the holder's call may have waited in line too, briefly
 			got := make(chan error, 1)
 			go func() {
 				l, err := tc.waits(ctx, 10*time.Second)
@@ -116,7 +118,7 @@ func TestWaitingPrimitivesWokenByRelease(t *testing.T) {
 				}
 				got <- err
 			}()
-			time.Sleep(50 * time.Millisecond) // let it fail its first attempt and wait
+			waiting.await(t)
 			held.Unlock(ctx)
 			select {
 			case err := <-got:

@@ -44,15 +44,6 @@ func within(t *testing.T, parent context.Context, d time.Duration) context.Conte
 	return ctx
 }
 
-func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s: not within 5s", what)
-	}
-}
-
 // Do three deep through the context Do gives fn, by many holders at once, each on a key of its
 // own: no deadlock; another Client is refused at every depth and after the inner Do returned,
 // and takes the key at once after the outermost Do returns, woken by its release (the ttl, a
@@ -258,7 +249,7 @@ func TestReenterInnerUnlockCountsDown(t *testing.T) {
 	if err := in.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitClosed(t, in.Lost(), "the inner handle's Lost after its Unlock")
+	redistest.Receive(t, "the inner handle's Lost after its Unlock", in.Lost())
 	if err := in.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
 		t.Fatalf("inner Unlock twice: %v, want ErrNotHeld", err)
 	}
@@ -302,11 +293,11 @@ func TestReenterOuterReleaseEndsInnerHandles(t *testing.T) {
 			return context.Cause(ctx)
 		})
 	}()
-	waitClosed(t, running, "the inner Do's fn")
+	redistest.Receive(t, "the inner Do's fn", running)
 	if err := outer.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitClosed(t, in.Lost(), "the inner handle's Lost after the lock's Unlock")
+	redistest.Receive(t, "the inner handle's Lost after the lock's Unlock", in.Lost())
 	if err := in.Err(); !errors.Is(err, redlock.ErrNotHeld) {
 		t.Fatalf("inner Err: %v, want ErrNotHeld", err)
 	}
@@ -333,7 +324,7 @@ func TestReenterOuterReleaseEndsInnerHandles(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	waitClosed(t, in.Lost(), "the inner handle's Lost after Close")
+	redistest.Receive(t, "the inner handle's Lost after Close", in.Lost())
 	if err := in.Err(); !errors.Is(err, redlock.ErrClosed) {
 		t.Fatalf("inner Err after Close: %v, want ErrClosed", err)
 	}
@@ -404,7 +395,7 @@ func TestReenterFailsWhenTheExtensionFails(t *testing.T) {
 	if in != nil || !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, redlock.ErrNotHeld) {
 		t.Fatalf("re-entry for a longer ttl of a lock gone from the nodes: %v, %v", in, err)
 	}
-	waitClosed(t, outer.Lost(), "the lock's Lost once the extension found it gone")
+	redistest.Receive(t, "the lock's Lost once the extension found it gone", outer.Lost())
 }
 
 // offsetClock is the real clock moved by an offset that a test sets.

@@ -3,7 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"slices"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -32,19 +32,14 @@ func TestRealServersReleaseSkipsWaitersThatAreGone(t *testing.T) {
 	// queued waits until n waiters are in key's queue on every node.
 	queued := func(t *testing.T, key string, n int64) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			var got []int64
+		redistest.Eventually(t, fmt.Sprintf("%d waiters queued for %q on every node", n, key), func() bool {
 			for _, node := range nodes {
-				c, _ := node.ZCard(ctx, companion("queue", key)).Result()
-				got = append(got, c)
+				if node.ZCard(ctx, companion("queue", key)).Val() != n {
+					return false
+				}
 			}
-			if slices.Min(got) == n && slices.Max(got) == n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d waiters never queued for %q on every node: %v", n, key, got)
-			}
-		}
+			return true
+		})
 	}
 
 	for _, tc := range []struct {
@@ -63,10 +58,8 @@ func TestRealServersReleaseSkipsWaitersThatAreGone(t *testing.T) {
 			}
 			// Lock returned at a quorum: let the last node's SET land, so that the waiters
 			// find the key held everywhere.
-			for _, node := range nodes {
-				for node.Get(ctx, key).Val() != held.Token() {
-					time.Sleep(time.Millisecond)
-				}
+			for i, node := range nodes {
+				redistest.Eventually(t, fmt.Sprintf("node %d holds the key", i), func() bool { return node.Get(ctx, key).Val() == held.Token() })
 			}
 			first, second := newClient(), newClient()
 			firstCtx, cancel := context.WithCancel(ctx)
@@ -116,15 +109,10 @@ func TestRealServersReleaseSkipsWaitersThatAreGone(t *testing.T) {
 			}
 			// Unlock returned at a quorum; the last node's release follows.
 			for i, node := range nodes {
-				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				redistest.Eventually(t, fmt.Sprintf("node %d released the key after the last Unlock", i), func() bool {
 					n, err := node.Exists(ctx, key).Result()
-					if err == nil && n == 0 {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("node %d still has the key after the last Unlock (%d, %v)", i, n, err)
-					}
-				}
+					return err == nil && n == 0
+				})
 			}
 		})
 	}

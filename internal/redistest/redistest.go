@@ -291,3 +291,20 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 	}
 }
+
+// Receive waits for a value from ch and returns it, failing t after 10 s with what: for a test
+// that waits on another goroutine's signal (a call's result, a lock's Lost, fn's ctx.Done()),
+// so that a mechanism that broke fails the test in seconds instead of at the package timeout.
+func Receive[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
+	timer := time.NewTimer(10 * time.Second)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("still not so after 10s: %s", what)
+	}
+	var zero T
+	return zero
+}
