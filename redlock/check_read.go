@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/nodecall"
 )
 
 // A reading is what Check read from one node; judge weighs the readings.
@@ -131,24 +133,11 @@ func (c *Client) readFacts(ctx context.Context, r *reading, bound time.Duration)
 func within(ctx context.Context, bound time.Duration, call func(context.Context) (any, error)) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	type result struct {
-		v   any
-		err error
+	v, err := nodecall.ByDeadline(ctx, call)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		err = late(bound)
 	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := call(ctx)
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		if errors.Is(r.err, context.DeadlineExceeded) && ctx.Err() != nil {
-			r.err = late(bound)
-		}
-		return r.v, r.err
-	case <-ctx.Done():
-		return nil, late(bound)
-	}
+	return v, err
 }
 
 // errLate is a call that had no reply within its bound (see late).

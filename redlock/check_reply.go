@@ -1,44 +1,10 @@
 package redlock
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 )
-
-// flat returns a reply with every map in it (RESP3) turned into a []any of its keys and values
-// in turn, keys in order, as Commander.Command returns replies.
-func flat(v any) any {
-	switch v := v.(type) {
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = flat(e)
-		}
-		return out
-	case map[any]any:
-		keys := make([]any, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, func(a, b any) int { return cmp.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
-		out := make([]any, 0, 2*len(v))
-		for _, k := range keys {
-			out = append(out, flat(k), flat(v[k]))
-		}
-		return out
-	case map[string]any:
-		out := make([]any, 0, 2*len(v))
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			out = append(out, k, flat(v[k]))
-		}
-		return out
-	}
-	return v
-}
 
 // text returns a reply that is a string (a bulk, simple or verbatim string).
 func text(v any) (string, error) {

@@ -3,7 +3,6 @@ package redlock
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -202,14 +201,5 @@ func TestCheckupSummary(t *testing.T) {
 	}
 	if OK.String() != "ok" || Warn.String() != "warn" || Fail.String() != "fail" || Verdict(7).String() != "Verdict(7)" {
 		t.Error("Verdict.String")
-	}
-}
-
-// Maps in replies (RESP3) come out as lists of keys and values, keys in order.
-func TestFlat(t *testing.T) {
-	got := flat([]any{map[any]any{"b": int64(2), "a": []any{map[string]any{"y": "1", "x": nil}}}, "s"})
-	want := []any{[]any{"a", []any{[]any{"x", nil, "y", "1"}}, "b", int64(2)}, "s"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("flat = %v, want %v", got, want)
 	}
 }

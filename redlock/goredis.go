@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/nodecall"
 )
 
 // A goredisNode is a Node over a go-redis client, as GoRedisNode (and so New) makes them.
@@ -82,17 +84,8 @@ func (n *goredisNode) forClient(timeout time.Duration) *goredisNode {
 // on in a goroutine of its own until go-redis ends it by its client's timeouts, and cmd is not
 // to be read then.
 func (n *goredisNode) byDeadline(ctx context.Context, cmd redis.Cmder) error {
-	if ctx.Done() == nil {
-		return n.process(ctx, cmd)
-	}
-	done := make(chan error, 1)
-	go func() { done <- n.process(ctx, cmd) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	_, err := nodecall.ByDeadline(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, n.process(ctx, cmd) })
+	return err
 }
 
 // isCluster reports whether n is a whole Redis Cluster.
@@ -184,7 +177,7 @@ func (n *goredisNode) command(ctx context.Context, slotKey string, args []string
 	case err != nil:
 		return nil, err
 	}
-	return flat(cmd.Val()), nil
+	return nodecall.Flat(cmd.Val()), nil
 }
 
 func (n *goredisNode) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/quorumlock/redlock/internal/keyslot"
+	"github.com/quorumlock/redlock/internal/nodecall"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -35,7 +36,7 @@ import (
 // leaves the command queued in order on its connection (see inOrder). A call that must first
 // make a new connection (the old one failed) to a node that does not answer goes on up to the
 // client's Dialer.Timeout (5 s by default) whatever its deadline, but alone: the node's method
-// returns at the deadline all the same (see byDeadline). Listen's subscription has no
+// returns at the deadline all the same (see nodecall.ByDeadline). Listen's subscription has no
 // deadline: it ends when its context does, or when its connection fails (rueidis pings a
 // connection every Dialer.KeepAlive, 1 s by default, and drops it when ConnWriteTimeout, 10 s,
 // passes without an answer). Two steps of a subscription do not end with its context in
@@ -72,7 +73,7 @@ func (n *node) String() string { return n.addr }
 
 // Eval runs script with EVALSHA, and with EVAL when the node answers NOSCRIPT.
 func (n *node) Eval(ctx context.Context, script redlock.Script, keys, args []string) (any, error) {
-	return byDeadline(ctx, func(ctx context.Context) (any, error) { return n.eval(ctx, script, keys, args) })
+	return nodecall.ByDeadline(ctx, func(ctx context.Context) (any, error) { return n.eval(ctx, script, keys, args) })
 }
 
 func (n *node) eval(ctx context.Context, script redlock.Script, keys, args []string) (any, error) {
@@ -111,7 +112,7 @@ func (n *node) sameSlot(keys []string) error {
 
 // SetNX sets key with SET NX PX.
 func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return byDeadline(ctx, func(ctx context.Context) (bool, error) { return n.setNX(ctx, key, value, ttl) })
+	return nodecall.ByDeadline(ctx, func(ctx context.Context) (bool, error) { return n.setNX(ctx, key, value, ttl) })
 }
 
 func (n *node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
@@ -140,7 +141,7 @@ func (n *node) Command(ctx context.Context, args ...string) (any, error) {
 		// rueidis would panic building such a command.
 		return nil, fmt.Errorf("redlockrueidis: %q is no command to send (none, or a subscription)", args)
 	}
-	return byDeadline(ctx, func(ctx context.Context) (any, error) {
+	return nodecall.ByDeadline(ctx, func(ctx context.Context) (any, error) {
 		c := n.client
 		ctx, done := inOrder(ctx)
 		defer done.release()
@@ -152,50 +153,8 @@ func (n *node) Command(ctx context.Context, args ...string) (any, error) {
 		case err != nil:
 			return nil, err
 		}
-		return flat(v), nil
+		return nodecall.Flat(v), nil
 	})
-}
-
-// flat turns every map in a reply (RESP3) into a []any of its keys and values in turn, keys in
-// order, as redlock.Commander says.
-func flat(v any) any {
-	switch v := v.(type) {
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = flat(e)
-		}
-		return out
-	case map[string]any:
-		out := make([]any, 0, 2*len(v))
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			out = append(out, k, flat(v[k]))
-		}
-		return out
-	}
-	return v
-}
-
-// byDeadline runs call and returns by ctx's end whatever call does: the client cannot end the
-// making of a connection (its Dialer.Timeout) by a context. The call then goes on alone until
-// it ends, as a redlock Client leaves any late call.
-func byDeadline[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := call(ctx)
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
 }
 
 // inOrder returns a context that ends when ctx does but has no deadline, for a call that
