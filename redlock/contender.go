@@ -6,6 +6,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
@@ -51,6 +52,9 @@ type result struct {
 	// expiry is how long after the decision a quorum of nodes will have let the holder's key
 	// expire, as their replies said; -1 when too few said.
 	expiry time.Duration
+	// settled is closed once the attempt's roll-back has landed on every node it went to;
+	// nil when it sent none.
+	settled <-chan struct{}
 }
 
 // lock acquires what s says for ttl, waiting: the Lock of every primitive.
@@ -78,9 +82,21 @@ func (c *Client) contend(ctx context.Context, op Op, s *spec, ttl time.Duration,
 	return l, err
 }
 
-// once makes exactly one attempt.
+// once makes exactly one attempt. A refused one returns once its roll-back has landed (within
+// the node timeout), so that what it set on some nodes no longer stands in the way of a call
+// that follows it: a TryLock after another's Unlock finds the permits that Unlock freed.
 func (k *contender) once(ctx context.Context) (*Lock, error) {
 	l, r := k.try(ctx)
+	if r.settled != nil {
+		t := k.c.clock.NewTimer(k.c.nodeTimeout)
+		select {
+		case <-r.settled:
+		case <-t.C:
+		case <-ctx.Done():
+		case <-k.c.done:
+		}
+		t.Stop()
+	}
 	return l, r.err
 }
 
@@ -323,8 +339,8 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 		// Count the votes still in flight, at most as long again, for a true count.
 		out.linger(c, max(c.clock.Now().Sub(start), minSplitUnit))
 	}
-	k.rollback(ctx, a, out)
-	r := result{err: errors.Join(append([]error{ErrNotAcquired, err}, nodeErrors(c, ctx, out.Outcome, rd.wait)...)...),
+	settled := k.rollback(ctx, a, out)
+	r := result{settled: settled, err: errors.Join(append([]error{ErrNotAcquired, err}, nodeErrors(c, ctx, out.Outcome, rd.wait)...)...),
 		votes: votes(out.Outcome), elapsed: c.clock.Now().Sub(start), ahead: ahead(out.Outcome),
 		expiry: expiry(out.Outcome, k.s.need)}
 	c.log.DebugContext(ctx, "redlock: not acquired", "kind", k.s.kind, "key", k.s.key, "votes", r.votes, "err", r.err)
@@ -365,25 +381,64 @@ func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant]
 // rollback releases the failed attempt a wherever it may have landed: every node but those
 // that clearly refused. A node whose call has not returned yet is released once it has (so
 // that the release does not overtake the acquisition), whatever it returned but a clear no:
-// a reply lost on the way, which the client ends with a timeout, is not a no.
+// a reply lost on the way, which the client ends with a timeout, is not a no. It returns a
+// channel closed once every release it sent has been answered, nil when it sent none.
 //
 // A node that said yes makes it a split vote: the Client's next Lock of the key then takes its
 // place in line from its first attempt, rather than split the vote again.
-func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Grant]) {
+func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Grant]) <-chan struct{} {
 	c := k.c
 	cmd := k.s.ops.rollback(a, c.channel)
+	var left countdown
+	left.add(1 + len(out.Pending)) // one for the replies in, until they are all handed on
 	undo := func(rep quorum.Reply[wire.Grant]) {
 		if rep.Err == nil {
 			c.recent.mark(k.s.wake[0], c.clock.Now().Add(k.ttl))
 		}
 		if !errors.Is(rep.Err, errTaken) {
-			c.undo(ctx, rep.Node, cmd, a.ttl)
+			left.add(1)
+			c.undo(ctx, rep.Node, cmd, a.ttl, left.done)
 		}
 	}
 	for _, rep := range out.Replies {
 		undo(rep)
 	}
-	out.rest(undo)
+	out.rest(func(rep quorum.Reply[wire.Grant]) {
+		undo(rep)
+		left.done()
+	})
+	if left.done() {
+		return nil
+	}
+	return left.zero
+}
+
+// A countdown closes zero when as many done calls as added have been made.
+type countdown struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{}
+}
+
+func (d *countdown) add(n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.zero == nil {
+		d.zero = make(chan struct{})
+	}
+	d.n += n
+}
+
+// done counts one down and reports whether that was the last.
+func (d *countdown) done() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.n--
+	if d.n == 0 {
+		close(d.zero)
+		return true
+	}
+	return false
 }
 
 func (c *Client) retryDelay() time.Duration {

@@ -213,9 +213,11 @@ func (c *Client) release(ctx context.Context, i int, cmd command, hold time.Dura
 	}
 }
 
-// undo sends cmd, a roll-back, to node i in a goroutine of the Client (see release).
-func (c *Client) undo(ctx context.Context, i int, cmd command, hold time.Duration) {
+// undo sends cmd, a roll-back, to node i in a goroutine of the Client (see release), and calls
+// then once it has been answered (or given up).
+func (c *Client) undo(ctx context.Context, i int, cmd command, hold time.Duration, then func() bool) {
 	c.bg.Go(func() {
+		defer then()
 		if err := c.release(ctx, i, cmd, hold); err != nil && !errors.Is(err, errNotOwner) {
 			c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", i, "err", err)
 		}
