@@ -44,8 +44,10 @@ func (multiOps) abandon(string, string) (command, bool) { return command{}, fals
 // and with other Redlock clients. Two LockAll calls whose key sets overlap never hold a shared
 // key at once, and never deadlock: no node ever holds part of a set, and a refused attempt
 // holds nothing while it waits. Lock.Keys returns keys; Resume does not take the lock over.
-// When ctx carries a held LockAll of the same keys, in any order, LockAll re-enters it (see
-// Lock.Context); a Lock of one of its keys does not, and waits like any other.
+// When ctx carries a held LockAll or Lock that holds every key of keys, LockAll re-enters it,
+// and a Lock of one of a held LockAll's keys re-enters the LockAll; when the held lock holds
+// some of keys but not all, LockAll fails at once, since it would wait for itself (see
+// Lock.Context).
 //
 // Bad input is an error and sends nothing: no keys, an empty key, a key given twice, and, when
 // a node is a *redis.ClusterClient, keys in different hash slots (a script touches one slot):

@@ -43,14 +43,16 @@ type reentry struct {
 // (see Lock.Context's example). They send nothing to the nodes when their ttl fits in the
 // lock's validity; otherwise they extend the lock first, and fail when that fails.
 //
-// What re-enters what: a Lock of a key re-enters a Lock of that key (one from Resume too); an
+// What re-enters what: a Lock or a LockAll re-enters a held Lock or LockAll that holds every
+// key it asks for (one from Resume too), since both store a key alike: a Lock of "a" or a
+// LockAll of {"b"} inside a LockAll of {"a", "b"}, a LockAll of {"a"} inside a Lock of "a". An
 // RWMutex's lock for reading or writing re-enters its lock for writing, and a lock for reading
-// its lock for reading; a LockAll re-enters a LockAll of the same set of keys. A lock for
-// writing asked for with the context of a held lock for reading fails at once: it would wait
-// for itself. Nothing else re-enters: a Semaphore's permits never do, and a call whose context
-// does not carry the lock, carries another Client's or another key's, or carries a lock that
-// has ended, contends like any other. To hand a lock to another process, pass its Token to
-// Client.Resume.
+// its lock for reading. A call that would wait for itself fails at once with an error wrapping
+// ErrNotAcquired that says so: a LockAll that asks for keys of which the held lock holds some
+// but not all, and a lock for writing asked for with the context of a held lock for reading.
+// Nothing else re-enters: a Semaphore's permits never do, and a call whose context does not
+// carry the lock, carries another Client's or other keys', or carries a lock that has ended,
+// contends like any other. To hand a lock to another process, pass its Token to Client.Resume.
 //
 // A re-entered handle's Until, Fence and Token are the lock's; its Extend and KeepAlive extend
 // the lock (KeepAlive until the handle ends, and not at all when the lock is kept already). Its
@@ -86,43 +88,90 @@ func (l *Lock) reentered() *Lock {
 }
 
 // reenter returns a handle of the lock that ctx carries for s, when ctx carries one of this
-// Client that it holds; nil and nil when it carries none, and the call contends as usual.
+// Client that it holds and that holds what s asks for; an error when ctx carries one that
+// holds some of it but not all, so that the call would wait for itself; nil and nil when it
+// carries none that meets s, and the call contends as usual.
 func (c *Client) reenter(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
 	first, _ := ctx.Value(heldKey{}).(*held)
+	var blocked *Lock
 	for h := first; h != nil; h = h.next {
 		l := h.l
-		if l.c != c || !reentrant(l.spec, s) || l.endedAt(c.clock.Now()) {
+		if l.c != c || l.endedAt(c.clock.Now()) {
 			continue
 		}
-		if l.spec.kind == KindRead && s.kind == KindWrite {
-			return nil, fmt.Errorf("redlock: the context holds %q for reading: a lock for writing taken inside it would wait for itself", s.key)
+		switch meet(l.spec, s) {
+		case inside:
+			return l.enter(ctx, s, ttl)
+		case waitsForItself:
+			blocked = l
 		}
-		return l.enter(ctx, s, ttl)
+	}
+	if blocked != nil {
+		return nil, fmt.Errorf("%w: the context holds %s: %s taken inside it would wait for itself",
+			ErrNotAcquired, describe(blocked.spec), describe(s))
 	}
 	return nil, nil
 }
 
-// reentrant reports whether a call for s meets the held lock of spec h: the same kind of lock
-// on the same keys, or either side of an RWMutex on the same key. Semaphores and elections
-// never re-enter.
-func reentrant(h, s *spec) bool {
-	switch h.kind {
-	case KindMutex:
-		return s.kind == KindMutex && s.key == h.key
-	case KindRead, KindWrite:
-		return (s.kind == KindRead || s.kind == KindWrite) && s.key == h.key
-	case KindMulti:
-		if s.kind != KindMulti || len(s.keys) != len(h.keys) {
-			return false
+// How a call meets a lock that its context holds.
+type meeting int
+
+const (
+	apart          meeting = iota // nothing in common: the call contends as usual
+	inside                        // the held lock holds what the call asks for: it re-enters
+	waitsForItself                // the held lock holds part of it, or holds it for reading only
+)
+
+// meet says how a call for s meets the held lock of spec h. A Lock of a key, or a LockAll, is
+// within a held Lock or LockAll that holds each of its keys (they store a key alike); a lock
+// for reading or writing of an RWMutex is within its held lock for writing, and a lock for
+// reading within its held lock for reading. Semaphores and elections never meet anything.
+func meet(h, s *spec) meeting {
+	switch {
+	case h.kind == KindRead && s.kind == KindWrite && s.key == h.key:
+		return waitsForItself
+	case (h.kind == KindRead || h.kind == KindWrite) && (s.kind == KindRead || s.kind == KindWrite):
+		if s.key == h.key {
+			return inside
 		}
-		for _, k := range s.keys { // each set's keys are distinct
-			if !slices.Contains(h.keys, k) {
-				return false
+	case (h.kind == KindMutex || h.kind == KindMulti) && (s.kind == KindMutex || s.kind == KindMulti):
+		held, asked := h.lockKeys(), s.lockKeys()
+		n := 0
+		for _, k := range asked {
+			if slices.Contains(held, k) {
+				n++
 			}
 		}
-		return true
+		switch n {
+		case len(asked):
+			return inside
+		case 0:
+		default:
+			return waitsForItself
+		}
 	}
-	return false
+	return apart
+}
+
+// lockKeys returns the keys, as given, of a Lock or LockAll.
+func (s *spec) lockKeys() []string {
+	if s.keys != nil {
+		return s.keys
+	}
+	return []string{s.key}
+}
+
+// describe names what s locks, for an error.
+func describe(s *spec) string {
+	switch s.kind {
+	case KindMulti:
+		return fmt.Sprintf("LockAll of %q", s.keys)
+	case KindRead:
+		return fmt.Sprintf("%q for reading", s.key)
+	case KindWrite:
+		return fmt.Sprintf("%q for writing", s.key)
+	}
+	return fmt.Sprintf("%q", s.key)
 }
 
 // enter re-enters l for a call for s with ttl, extending l first when a lock acquired now for
