@@ -74,7 +74,7 @@ func ExampleLock_Orphan() {
 	defer other.Close()
 
 	mark, _ := scheduler.Lock(ctx, "report:2026-01-02T15", 300*time.Millisecond)
-	mark.Orphan()
+	fmt.Println("orphaned:", mark.Orphan(ctx))
 	scheduler.Close() // leaves the mark too
 	_, open := <-mark.Lost()
 	fmt.Println("ended:", !open, "Err:", mark.Err())
@@ -86,6 +86,7 @@ func ExampleLock_Orphan() {
 	fmt.Println("once the mark expired:", err, time.Now().After(mark.Until()))
 	again.Unlock(ctx)
 	// Output:
+	// orphaned: <nil>
 	// ended: true Err: <nil>
 	// Unlock: true
 	// another run is refused: true

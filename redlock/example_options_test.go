@@ -122,7 +122,7 @@ func ExampleWithRetryDelay() {
 
 	crashed, _ := redlock.New(nodes)
 	gone, _ := crashed.Lock(ctx, "report", 300*time.Millisecond)
-	gone.Orphan() // left to expire, as a crash leaves it
+	gone.Orphan(ctx) // left to expire, as a crash leaves it
 	crashed.Close()
 
 	locker, err := redlock.New(nodes, redlock.WithRetryDelay(10*time.Millisecond, 50*time.Millisecond))

@@ -71,7 +71,11 @@ func ExampleLock_Orphan_atMostOnce() {
 		for try := 0; ; try++ {
 			mark, err := locker.TryLock(ctx, key, 30*time.Minute)
 			if err == nil {
-				mark.Orphan() // never released: a later submission finds it until it expires
+				// Never released: a later submission finds it until it expires. An error
+				// here (Close released it, say) means the form does not count: say so.
+				if err := mark.Orphan(ctx); err != nil {
+					return false, err
+				}
 				return true, nil
 			}
 			if !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {

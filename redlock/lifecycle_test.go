@@ -257,7 +257,9 @@ func TestOrphanLeavesTheLockToExpire(t *testing.T) {
 	if err := l.KeepAlive(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	l.Orphan()
+	if err := l.Orphan(ctx); err != nil {
+		t.Fatalf("Orphan: %v", err)
+	}
 	if !closed(l.Lost()) || l.Err() != nil {
 		t.Fatalf("after Orphan: Lost closed %v, Err %v", closed(l.Lost()), l.Err())
 	}

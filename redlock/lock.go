@@ -284,24 +284,6 @@ func (rd round[T]) late(ctx, callCtx context.Context, q *quorum.Round[T], call f
 	}
 }
 
-// Orphan ends the lock without releasing it: the Client stops keeping it (KeepAlive) and
-// forgets it, so that Close leaves it too, and its keys expire on the nodes with their ttl.
-// Lost closes and Err returns nil, as after Unlock; a later Unlock or Extend returns an error
-// wrapping ErrNotHeld. Use it for a lock that must outlive its holder's work, such as a mark
-// that a scheduled job ran for this tick. It sends nothing.
-func (l *Lock) Orphan() {
-	if l.reentered() != nil {
-		l.leave() // a re-entry's handle counts down
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.ended {
-		l.released = true
-		l.endLocked(nil)
-	}
-}
-
 // late takes the reply of an acquisition call that returned after the lock was granted. If
 // the lock is being released, the node's release is sent now, after the acquisition, unless
 // the node clearly refused it (and holds no place in line for its waiter either).

@@ -33,6 +33,10 @@ func (o multiOps) rollback(a attempt, channel string) command {
 	return run(wire.MultiReleaseScript, wire.MultiRelease{Locks: o.locks, Token: a.token, Channel: channel, Rollback: true})
 }
 
+func (o multiOps) claim(token string, ttl time.Duration) command {
+	return run(wire.ClaimScript, wire.MultiAcquire{Keys: o.keys, Token: token, TTL: ttl})
+}
+
 func (multiOps) abandon(string, string) (command, bool) { return command{}, false }
 
 // LockAll acquires every key of keys for ttl, as one lock, waiting until it succeeds, ctx is

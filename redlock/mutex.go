@@ -70,6 +70,10 @@ func (m mutexOps) rollback(a attempt, channel string) command {
 	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: a.token, Channel: channel, Waiter: a.waiter, Rollback: true})
 }
 
+func (m mutexOps) claim(token string, ttl time.Duration) command {
+	return run(wire.ClaimScript, wire.MultiAcquire{Keys: []string{m.keys.Lock}, Token: token, TTL: ttl})
+}
+
 func (m mutexOps) abandon(waiter, channel string) (command, bool) {
 	return run(wire.LeaveScript, wire.Leave{Keys: m.keys, Waiter: waiter, Channel: channel}), true
 }
@@ -94,7 +98,9 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock
 }
 
 // TryLock makes exactly one attempt to acquire key for ttl. It fails with ErrNotAcquired,
-// wrapping a *NodeError for each node that did not say yes.
+// wrapping a *NodeError for each node that did not say yes. A refused attempt returns once its
+// roll-back has landed where it set the key (within the node timeout), so that what it set
+// stands in no later call's way; the TryLock of every primitive does the same.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
 	return c.try(ctx, c.mutex(key), ttl)
 }

@@ -260,7 +260,9 @@ func TestReenterInnerUnlockCountsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orphan.Orphan()
+	if err := orphan.Orphan(ctx); err != nil {
+		t.Fatalf("a handle's Orphan: %v", err)
+	}
 	if _, err := b.TryLock(ctx, "k", time.Second); !errors.Is(err, redlock.ErrNotAcquired) || closed(outer.Lost()) || outer.Err() != nil {
 		t.Fatalf("after the inner handles ended: another Client's TryLock %v, the lock's Err %v", err, outer.Err())
 	}

@@ -29,6 +29,10 @@ func (o readOps) release(token, channel, _ string) command {
 // rollback is silent, as a semaphore's: an RWMutex's waiters stand in no line.
 func (o readOps) rollback(a attempt, _ string) command { return o.release(a.token, "", "") }
 
+func (o readOps) claim(token string, ttl time.Duration) command {
+	return o.acquire(attempt{token: token, ttl: ttl})
+}
+
 func (readOps) abandon(string, string) (command, bool) { return command{}, false }
 
 func (o writeOps) acquire(a attempt) command {
@@ -44,6 +48,10 @@ func (o writeOps) release(token, channel, waiter string) command {
 }
 
 func (o writeOps) rollback(a attempt, _ string) command { return o.release(a.token, "", "") }
+
+func (o writeOps) claim(token string, ttl time.Duration) command {
+	return o.acquire(attempt{token: token, ttl: ttl})
+}
 
 func (o writeOps) abandon(waiter, channel string) (command, bool) {
 	return run(wire.WriteAbandonScript, wire.WriteAbandon{Keys: o.keys, Waiter: waiter, Channel: channel}), true

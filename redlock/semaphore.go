@@ -30,6 +30,10 @@ func (o semaphoreOps) release(token, channel, _ string) command {
 // rollback is silent: a semaphore's waiters stand in no line, and try again at the retry delay.
 func (o semaphoreOps) rollback(a attempt, _ string) command { return o.release(a.token, "", "") }
 
+func (o semaphoreOps) claim(token string, ttl time.Duration) command {
+	return o.acquire(attempt{token: token, ttl: ttl})
+}
+
 func (semaphoreOps) abandon(string, string) (command, bool) { return command{}, false }
 
 // A Semaphore admits at most a fixed number of holders at once, its permits, across the

@@ -40,6 +40,10 @@ type ops interface {
 	// abandon undoes what a waiter's attempts left on a node for others, when it gives up;
 	// ok is false when they leave nothing.
 	abandon(waiter, channel string) (cmd command, ok bool)
+	// claim sets the lock of token, held by a quorum, for ttl on a node that lacks it (see
+	// Lock.Orphan): over any other token for a lock key, which only an attempt that cannot win
+	// holds; where holders share the key, as an acquisition that may find no room yet.
+	claim(token string, ttl time.Duration) command
 }
 
 // An attempt is one acquisition attempt's input.

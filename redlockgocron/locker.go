@@ -122,7 +122,6 @@ type mark struct{ lock *redlock.Lock }
 
 // Unlock leaves the mark to expire with its ttl (redlock.Lock.Orphan), so that the schedulers
 // that start the same tick later are refused, even after this scheduler's Client closed.
-func (m mark) Unlock(context.Context) error {
-	m.lock.Orphan()
-	return nil
+func (m mark) Unlock(ctx context.Context) error {
+	return m.lock.Orphan(ctx)
 }

@@ -44,7 +44,9 @@ func (l redlockLocker) submit(ctx context.Context, f form, rng *rand.Rand) (bool
 	for try := 0; ; try++ {
 		mark, err := l.c.TryLock(ctx, key, f.life)
 		if err == nil {
-			mark.Orphan()
+			if err := mark.Orphan(ctx); err != nil {
+				return false, err
+			}
 			return true, nil
 		}
 		if !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {

@@ -36,7 +36,7 @@ import (
 // A Config is one sale.
 type Config struct {
 	Nodes       []redis.UniversalClient // independent masters for this library's lock; the first is the naive lock's node
-	Store       Store                   // the stock and the orders
+	Store       Store                   // the stock and the orders, on none of the nodes
 	Lock        string                  // "redlock" or "naive"
 	Stock       int
 	Requests    int
@@ -54,7 +54,7 @@ func (c Config) shop() (*Shop, func(), error) {
 			return nil, nil, err
 		}
 		shop.Locker = Redlock{Client: cl, TTL: c.TTL}
-		shop.Submissions = &Submissions{Client: cl, Orders: c.Nodes[0], Life: 30 * time.Minute}
+		shop.Submissions = &Submissions{Client: cl, Orders: c.Store, Life: 30 * time.Minute}
 		return shop, func() { cl.Close() }, nil
 	case "naive":
 		shop.Locker = Naive{Store: c.Nodes[0], TTL: c.TTL, Poll: 10 * time.Millisecond}
@@ -110,7 +110,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("seckill", flag.ContinueOnError)
 	nodes := fs.String("nodes", "", "comma-separated host:port or redis:// URLs of independent Redis masters (required)")
 	store := fs.String("store", "sqlite", "where the stock is: sqlite, postgres or redis")
-	dsn := fs.String("dsn", "", "sqlite: the database file (default: a new one in a temporary directory); postgres: the DSN (required); redis: the address or URL (default: the first node)")
+	dsn := fs.String("dsn", "", "sqlite: the database file (default: a new one in a temporary directory); postgres: the DSN (required); redis: the address or URL of a Redis that is none of the nodes (required)")
 	lock := fs.String("lock", "both", "redlock, naive, or both one after the other")
 	stock := fs.Int("stock", 10, "items for sale")
 	n := fs.Int("n", 500, "requests")
@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		defer os.RemoveAll(dir)
 		*dsn = filepath.Join(dir, "seckill.db")
 	}
-	st, closeStore, err := openStore(ctx, *store, *dsn, cs)
+	st, closeStore, err := openStore(ctx, *store, *dsn)
 	if err != nil {
 		return err
 	}

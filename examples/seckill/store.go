@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
@@ -29,6 +30,15 @@ type Store interface {
 	Sell(ctx context.Context, item string, fence uint64, left int, buyer string) error
 	// Count reads the stock and counts the orders.
 	Count(ctx context.Context, item string, initial int) (Report, error)
+	OrderBook
+}
+
+// An OrderBook records the orders that forms submit (see Submissions).
+type OrderBook interface {
+	// Record records the order of the form whose one-time token is token.
+	Record(ctx context.Context, token string) error
+	// Recorded returns the tokens of the orders recorded, in order.
+	Recorded(ctx context.Context) ([]string, error)
 }
 
 // resource is what a guard fences for item.
@@ -55,6 +65,7 @@ func NewSQLStore(ctx context.Context, db *sql.DB, d redlockfence.Dialect) (*SQLS
 	for _, q := range []string{
 		"CREATE TABLE IF NOT EXISTS seckill_stock (item TEXT PRIMARY KEY, stock INTEGER NOT NULL)",
 		"CREATE TABLE IF NOT EXISTS seckill_orders (item TEXT NOT NULL, buyer TEXT NOT NULL, fence BIGINT NOT NULL)",
+		"CREATE TABLE IF NOT EXISTS seckill_submitted (token TEXT PRIMARY KEY, at BIGINT NOT NULL)",
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return nil, err
@@ -127,8 +138,33 @@ func (s *SQLStore) Count(ctx context.Context, item string, initial int) (Report,
 	return r, err
 }
 
-// RedisStore keeps the stock in the key stock:ITEM and the orders in the list orders:ITEM of
-// one Redis.
+func (s *SQLStore) Record(ctx context.Context, token string) error {
+	// Once per token: a retry after a failure that may have written it records nothing more.
+	_, err := s.db.ExecContext(ctx, s.q("INSERT INTO seckill_submitted (token, at) VALUES (?, ?) ON CONFLICT (token) DO NOTHING"),
+		token, time.Now().UnixNano())
+	return err
+}
+
+func (s *SQLStore) Recorded(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT token FROM seckill_submitted ORDER BY at")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var tokens []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, t)
+	}
+	return tokens, rows.Err()
+}
+
+// RedisStore keeps the stock in the key stock:ITEM, the orders in the list orders:ITEM and
+// the orders of forms in the sorted set orders:submitted (scored by when they were recorded)
+// of one Redis, none of the lock's nodes.
 type RedisStore struct {
 	c     redis.UniversalClient
 	guard *redlockfence.Redis
@@ -194,6 +230,18 @@ func (s *RedisStore) Count(ctx context.Context, item string, initial int) (Repor
 	return r, nil
 }
 
+// submittedKey keeps the tokens of the orders that forms submitted.
+const submittedKey = "orders:submitted"
+
+func (s *RedisStore) Record(ctx context.Context, token string) error {
+	// Once per token: a retry after a failure that may have written it records nothing more.
+	return s.c.ZAddNX(ctx, submittedKey, redis.Z{Score: float64(time.Now().UnixMicro()), Member: token}).Err()
+}
+
+func (s *RedisStore) Recorded(ctx context.Context) ([]string, error) {
+	return s.c.ZRange(ctx, submittedKey, 0, -1).Result()
+}
+
 // fenceKey is the context key of the fencing token of the lock an order holds.
 type fenceKey struct{}
 
@@ -209,7 +257,7 @@ func fenceOf(ctx context.Context) uint64 {
 }
 
 // openStore opens the stock that -store and -dsn name; close releases it.
-func openStore(ctx context.Context, kind, dsn string, nodes []redis.UniversalClient) (st Store, close func(), err error) {
+func openStore(ctx context.Context, kind, dsn string) (st Store, close func(), err error) {
 	switch kind {
 	case "sqlite":
 		return openSQL(ctx, "sqlite", redlockfence.SQLite, "file:"+dsn+"?_pragma=busy_timeout(5000)")
@@ -220,7 +268,7 @@ func openStore(ctx context.Context, kind, dsn string, nodes []redis.UniversalCli
 		return openSQL(ctx, "pgx", redlockfence.Postgres, dsn)
 	case "redis":
 		if dsn == "" {
-			return NewRedisStore(nodes[0]), func() {}, nil
+			return nil, nil, errors.New("-store redis needs -dsn, the address or URL of a Redis that is none of the lock's nodes")
 		}
 		cl, err := client(dsn)
 		if err != nil {

@@ -18,7 +18,7 @@ import (
 // sqliteStore opens a store in a new SQLite file of t's, as -store sqlite does.
 func sqliteStore(t *testing.T) Store {
 	t.Helper()
-	st, closeStore, err := openStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "seckill.db"), nil)
+	st, closeStore, err := openStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "seckill.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ var stores = []struct {
 }{
 	{"sqlite", sqliteStore},
 	{"postgres", func(t *testing.T) Store {
-		st, closeStore, err := openStore(context.Background(), "postgres", pgtest.Start(t).DSN, nil)
+		st, closeStore, err := openStore(context.Background(), "postgres", pgtest.Start(t).DSN)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -18,15 +16,14 @@ import (
 // usually stores the token on one Redis node and checks and deletes it there in one Lua script,
 // which a failover to a replica that missed the delete undoes. Here the first submission takes
 // "submit:"+token on the quorum for the token's lifetime and orphans it: the mark stays on the
-// nodes until it expires, and later submissions find it.
+// nodes until it expires, and later submissions find it. The orders are recorded elsewhere, in
+// Orders: a store on none of the lock's nodes, so that losing a node, which the lock
+// tolerates, loses no order.
 type Submissions struct {
 	Client *redlock.Client
-	Orders redis.UniversalClient // where accepted orders are recorded
-	Life   time.Duration         // a token's lifetime: how long its duplicates are refused
+	Orders OrderBook     // where accepted orders are recorded
+	Life   time.Duration // a token's lifetime: how long its duplicates are refused
 }
-
-// submittedKey lists the tokens of the orders accepted.
-const submittedKey = "orders:submitted"
 
 // ErrDuplicate is Submit's answer to a token submitted before.
 var ErrDuplicate = errors.New("duplicate submission")
@@ -44,8 +41,7 @@ func (s *Submissions) Submit(ctx context.Context, token string) error {
 	for try := 0; ; try++ {
 		mark, err := s.Client.TryLock(ctx, key, s.Life)
 		if err == nil {
-			mark.Orphan() // never released: it expires with the token's lifetime
-			return s.Orders.RPush(ctx, submittedKey, token).Err()
+			return s.record(ctx, token, mark)
 		}
 		if !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
 			return err
@@ -68,6 +64,29 @@ func (s *Submissions) Submit(ctx context.Context, token string) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// record records the order of the form whose token won mark. The mark is orphaned first:
+// never released, it expires with the token's lifetime, and a shutdown (Close) cannot delete
+// it under an order already recorded; when Orphan says the mark is gone, nothing is recorded.
+// When the recording fails, the mark is released (taken over by its token and unlocked), so
+// that a retry of the form is not refused as the duplicate of an order that does not exist.
+func (s *Submissions) record(ctx context.Context, token string, mark *redlock.Lock) error {
+	if err := mark.Orphan(ctx); err != nil {
+		return err
+	}
+	err := s.Orders.Record(ctx, token)
+	if err == nil {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	if l, rerr := s.Client.Resume(ctx, mark.Key(), mark.Token(), time.Second); rerr == nil {
+		rerr = l.Unlock(ctx)
+		err = errors.Join(err, rerr)
+	} else {
+		err = errors.Join(err, fmt.Errorf("the mark stays until it expires: %w", rerr))
+	}
+	return err
 }
 
 // confirm is how long Submit waits before it looks at a held mark again: twice the Client's
@@ -96,5 +115,5 @@ func (s *Submissions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Submitted returns the tokens of the orders recorded, in order.
 func (s *Submissions) Submitted(ctx context.Context) ([]string, error) {
-	return s.Orders.LRange(ctx, submittedKey, 0, -1).Result()
+	return s.Orders.Recorded(ctx)
 }

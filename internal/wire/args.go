@@ -172,7 +172,7 @@ func (w WriteAbandon) Encode() (keys, args []string) {
 	return []string{w.Keys.Mark}, []string{w.Waiter, w.Channel, w.Keys.Writer}
 }
 
-// MultiAcquire is multi_acquire.lua's call, and MultiExtend multi_extend.lua's: the same
+// MultiAcquire is multi_acquire.lua's call, and multi_extend.lua's and claim.lua's: the same
 // arguments.
 type MultiAcquire struct {
 	Keys  []string // the lock keys

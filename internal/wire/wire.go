@@ -76,6 +76,8 @@ var (
 	multiExtendSrc string
 	//go:embed scripts/multi_release.lua
 	multiReleaseSrc string
+	//go:embed scripts/claim.lua
+	claimSrc string
 	//go:embed scripts/elect.lua
 	electSrc string
 	//go:embed scripts/elect_extend.lua
@@ -104,6 +106,7 @@ var (
 	MultiAcquireScript   = newScript("multi_acquire", multiAcquireSrc)
 	MultiExtendScript    = newScript("multi_extend", multiExtendSrc)
 	MultiReleaseScript   = newScript("multi_release", queueLib, multiReleaseSrc)
+	ClaimScript          = newScript("claim", claimSrc)
 	ElectScript          = newScript("elect", electSrc)
 	ElectExtendScript    = newScript("elect_extend", electExtendSrc)
 	ResignScript         = newScript("resign", queueLib, resignSrc)

@@ -305,6 +305,19 @@ func TestScriptsOnARealServer(t *testing.T) {
 		}
 	})
 
+	t.Run("claim", func(t *testing.T) {
+		a, b := names.Mutex("claim-a"), names.Mutex("claim-b")
+		c.Set(ctx, b.Lock, "refused", time.Minute)
+		if !granted(t, run(t, c, wire.ClaimScript, wire.MultiAcquire{Keys: []string{a.Lock, b.Lock}, Token: "C", TTL: 5 * time.Second})) {
+			t.Fatal("claim not granted")
+		}
+		for _, k := range []string{a.Lock, b.Lock} {
+			if v, ttl := c.Get(ctx, k).Val(), c.PTTL(ctx, k).Val(); v != "C" || ttl <= 0 || ttl > 5*time.Second {
+				t.Fatalf("after claim, %s holds %q for %v; want C for at most 5s", k, v, ttl)
+			}
+		}
+	})
+
 	t.Run("multi", func(t *testing.T) {
 		a, b := names.Mutex("a"), names.Mutex("b")
 		c.Set(ctx, b.Lock, "other", time.Minute)

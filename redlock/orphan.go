@@ -1,0 +1,128 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// Orphan ends the lock without releasing it: the Client stops keeping it (KeepAlive) and
+// forgets it, so that Close leaves it too, and its keys expire on the nodes with their ttl.
+// Lost closes and Err returns nil, as after Unlock; a later Unlock or Extend returns an error
+// wrapping ErrNotHeld. Use it for a lock that must outlive its holder's work: a form's
+// submission that must count once, a mark that a scheduled job ran for this tick.
+//
+// Before it returns, Orphan sets the lock, with its token and what is left of its ttl, on the
+// nodes that do not hold it: a node where a contender's refused attempt stood when the lock was
+// taken (once that attempt's roll-back has landed), or one whose reply came late. So a lock
+// won against concurrent contenders ends on every node that answers, not on a bare majority,
+// and outlives a node that comes back empty as a lock taken alone does. That takes at most
+// twice the node timeout, less when ctx ends or the Client closes first.
+//
+// It returns nil once the lock is orphaned. It returns an error when the lock had ended, and
+// then orphans nothing: wrapping ErrClosed when Close released it, ErrNotHeld when Unlock or an
+// earlier Orphan ended it or its validity passed. So a holder that records work under the lock
+// only once Orphan returned nil never records it for a lock that Close deleted meanwhile. It
+// returns an error wrapping ErrNotHeld, too, when so many nodes hold another's key that no
+// quorum holds the lock: it was lost.
+func (l *Lock) Orphan(ctx context.Context) error {
+	if l.reentered() != nil {
+		return l.leave() // a re-entry's handle counts down
+	}
+	left, err := l.detach()
+	if err != nil {
+		return err
+	}
+	return l.spread(ctx, left)
+}
+
+// detach ends the lock as Orphan does and returns how long its keys have left on the nodes at
+// most, or why it cannot: the lock has ended.
+func (l *Lock) detach() (time.Duration, error) {
+	c := l.c
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := c.clock.Now()
+	if !l.ended && !now.Before(l.until) {
+		l.endLocked(l.expired())
+	}
+	switch {
+	case errors.Is(l.why, ErrClosed):
+		return 0, fmt.Errorf("%w: Close released the lock", ErrClosed)
+	case l.why != nil:
+		return 0, l.why
+	case l.ended:
+		return 0, fmt.Errorf("%w: released or orphaned already", ErrNotHeld)
+	}
+	l.released = true
+	l.endLocked(nil)
+	// The keys were sent after the validity's start, for ttl: they last at least until its
+	// end and the drift past it.
+	return l.until.Sub(now) + clock.Drift(l.ttl, c.driftFactor), nil
+}
+
+// spread sets the lock on the nodes that do not hold it, with its token, for left (see
+// Orphan), and reports it lost when so many nodes hold another's key that no quorum holds it.
+func (l *Lock) spread(ctx context.Context, left time.Duration) error {
+	c := l.c
+	left = left.Truncate(time.Millisecond)
+	if left <= 0 || c.enter() != nil {
+		return nil // nothing to add to: the keys expire now, or Close has begun
+	}
+	defer c.leave()
+	ctx, cancel := context.WithTimeout(ctx, satMul(c.nodeTimeout, 2))
+	defer cancel()
+	holds := round[struct{}]{c: c, op: NodeExtend, cmd: l.spec.ops.extend(l.token, left), decode: decodeHeld}
+	callCtx, stop := context.WithTimeout(ctx, c.nodeTimeout)
+	found := quorum.Start(callCtx, nil, len(c.nodes), holds.call).Gather(callCtx.Done(), c.done)
+	stop()
+	copies := round[wire.Grant]{c: c, op: NodeAcquire, cmd: l.spec.ops.claim(l.token, left), decode: decodeGrant}
+	q := quorum.New[wire.Grant](len(c.nodes))
+	for _, rep := range found.Replies {
+		if errors.Is(rep.Err, errNotOwner) {
+			q.Go(ctx, nil, rep.Node, func(ctx context.Context, i int) (wire.Grant, error) { return l.copyTo(ctx, i, copies) })
+		} else {
+			q.Put(quorum.Reply[wire.Grant]{Node: rep.Node, Err: rep.Err})
+		}
+	}
+	for _, i := range found.Pending {
+		q.Put(quorum.Reply[wire.Grant]{Node: i, Err: errors.New("no reply")})
+	}
+	out := q.Gather(ctx.Done(), c.done)
+	if noes(out, nil) > len(c.nodes)-l.spec.need {
+		return errors.Join(fmt.Errorf("%w: Orphan found it held by another on so many nodes that no quorum holds it", ErrNotHeld),
+			errors.Join(nodeErrors(c, ctx, out, satMul(c.nodeTimeout, 2))...))
+	}
+	return nil
+}
+
+// copyTo sets the lock on node i with cmd, its claim, trying again while the node has no room
+// for it (a refused attempt whose roll-back is on its way holds a permit), until ctx ends.
+func (l *Lock) copyTo(ctx context.Context, i int, cmd round[wire.Grant]) (wire.Grant, error) {
+	c := l.c
+	pause := time.Millisecond
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
+		g, err := cmd.call(callCtx, i)
+		cancel()
+		if !errors.Is(err, errTaken) {
+			return g, err
+		}
+		t := c.clock.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return g, err
+		case <-c.done:
+			t.Stop()
+			return g, err
+		}
+		pause = min(2*pause, c.nodeTimeout/4)
+	}
+}
