@@ -1,12 +1,16 @@
 -- The fencing check, the start of every script of the Redis guard. KEYS[1] keeps the resource's
--- highest accepted token, ARGV[1] is the writer's token, both in decimal. A token lower than the
--- highest is refused with an error reply "REDLOCKFENCE_STALE highest", and nothing else runs;
--- otherwise it is recorded, and the rest of the script runs with KEYS and ARGV without their
--- first elements: the caller's own.
+-- highest accepted token, ARGV[1] is the writer's token, both in decimal, and ARGV[2] is the
+-- call's nonce. A token lower than the highest is refused with an error reply
+-- "REDLOCKFENCE nonce STALE highest", and nothing else runs; otherwise it is recorded, and the
+-- rest of the script runs with KEYS and ARGV without the guard's elements: the caller's own.
 --
 -- The Go side joins this file into one line, so that a script after it keeps its line numbers:
 -- comments only on lines of their own, and no statement that depends on a line break.
 local KEYS, ARGV, refused = (function(keys, argv)
+	-- The caller's script does not see the nonce, not even in the global ARGV, so that an
+	-- error reply of its own cannot pass for the guard's refusal.
+	local refusal = 'REDLOCKFENCE ' .. argv[2] .. ' '
+	argv[2] = ''
 	local highest = redis.call('GET', keys[1])
 	if highest then
 		if #highest > 20 or not string.match(highest, '^%d+$') then
@@ -15,13 +19,13 @@ local KEYS, ARGV, refused = (function(keys, argv)
 		-- Decimal strings of equal length compare as their numbers: no float rounding.
 		local width = math.max(#highest, #argv[1])
 		if string.rep('0', width - #highest) .. highest > string.rep('0', width - #argv[1]) .. argv[1] then
-			return nil, nil, redis.error_reply('REDLOCKFENCE_STALE ' .. highest)
+			return nil, nil, redis.error_reply(refusal .. 'STALE ' .. highest)
 		end
 	end
 	redis.call('SET', keys[1], argv[1])
 	local k, a = {}, {}
 	for i = 2, #keys do k[i - 1] = keys[i] end
-	for i = 2, #argv do a[i - 1] = argv[i] end
+	for i = 3, #argv do a[i - 2] = argv[i] end
 	return k, a, nil
 end)(KEYS, ARGV)
 if refused then return refused end
