@@ -1,8 +1,10 @@
 -- The fencing check, the start of every script of the Redis guard. KEYS[1] keeps the resource's
 -- highest accepted token, ARGV[1] is the writer's token, both in decimal, and ARGV[2] is the
 -- call's nonce. A token lower than the highest is refused with an error reply
--- "REDLOCKFENCE nonce STALE highest", and nothing else runs; otherwise it is recorded, and the
--- rest of the script runs with KEYS and ARGV without the guard's elements: the caller's own.
+-- "REDLOCKFENCE nonce STALE highest"; without a record, a key of the caller's that exists is
+-- refused with "REDLOCKFENCE nonce LOST key"; after a refusal nothing else runs. Otherwise the
+-- token is recorded, and the rest of the script runs with KEYS and ARGV without the guard's
+-- elements: the caller's own.
 --
 -- The Go side joins this file into one line, so that a script after it keeps its line numbers:
 -- comments only on lines of their own, and no statement that depends on a line break.
@@ -20,6 +22,13 @@ local KEYS, ARGV, refused = (function(keys, argv)
 		local width = math.max(#highest, #argv[1])
 		if string.rep('0', width - #highest) .. highest > string.rep('0', width - #argv[1]) .. argv[1] then
 			return nil, nil, redis.error_reply(refusal .. 'STALE ' .. highest)
+		end
+	else
+		-- No record, but data: it may be a later holder's, whose token is lost with the record.
+		for i = 2, #keys do
+			if redis.call('EXISTS', keys[i]) == 1 then
+				return nil, nil, redis.error_reply(refusal .. 'LOST ' .. keys[i])
+			end
 		end
 	end
 	redis.call('SET', keys[1], argv[1])

@@ -61,7 +61,8 @@ func NewRedis(c redis.UniversalClient) *Redis { return &Redis{c: c} }
 // nothing and returns an error wrapping ErrStale. Check and write are one script. On a Redis
 // Cluster or ring, key must be in the hash slot of TokenKeyPrefix + resource: give resource as
 // a hash tag ("{acct}") and name key after it ("{acct}:balance"). A key that starts with
-// TokenKeyPrefix is an error, and nothing is sent.
+// TokenKeyPrefix is an error, and nothing is sent. When resource has no record but key exists,
+// Set sets nothing and returns an error wrapping ErrFenceLost.
 func (r *Redis) Set(ctx context.Context, resource string, token uint64, key string, value any, ttl time.Duration) error {
 	if ttl < 0 {
 		return fmt.Errorf("redlockfence: negative ttl %v", ttl)
@@ -77,10 +78,11 @@ func (r *Redis) Set(ctx context.Context, resource string, token uint64, key stri
 // (nil for a nil reply), or for a script error an error that does not wrap ErrStale, even
 // when its text reads like the guard's refusal (the token is then recorded all the same: like
 // any script, it may have written before it failed). A lower token runs nothing and returns an
-// error wrapping ErrStale. On a Redis Cluster or ring, every key must be in the hash slot of
-// TokenKeyPrefix + resource, as for Set; a key that starts with TokenKeyPrefix is an error, and
-// nothing is sent. script must write only keys it is given. A script that starts with a
-// "#!lua" line keeps it as its first line.
+// error wrapping ErrStale; a resource without a record runs nothing when one of keys exists,
+// and returns an error wrapping ErrFenceLost. On a Redis Cluster or ring, every key must be in
+// the hash slot of TokenKeyPrefix + resource, as for Set; a key that starts with TokenKeyPrefix
+// is an error, and nothing is sent. script must write only keys it is given. A script that
+// starts with a "#!lua" line keeps it as its first line.
 func (r *Redis) Eval(ctx context.Context, resource string, token uint64, script string, keys []string, args ...any) (any, error) {
 	shebang := ""
 	if strings.HasPrefix(script, "#!") {
@@ -115,14 +117,27 @@ func (r *Redis) run(ctx context.Context, s *redis.Script, resource string, token
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
-		if highest, ok := strings.CutPrefix(rerr.Error(), "REDLOCKFENCE "+nonce+" STALE "); ok {
-			return nil, stale(resource, token, highest)
+		if reply, ok := strings.CutPrefix(rerr.Error(), "REDLOCKFENCE "+nonce+" "); ok {
+			return nil, refusal(resource, token, reply)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redlockfence: resource %q: %w", resource, err)
 	}
 	return v, nil
+}
+
+// refusal returns the error of the prelude's refusal, reply without its start and nonce:
+// "STALE highest" or "LOST key".
+func refusal(resource string, token uint64, reply string) error {
+	kind, detail, _ := strings.Cut(reply, " ")
+	if kind != "LOST" {
+		return stale(resource, token, detail)
+	}
+	return fmt.Errorf("%w: resource %q: key %q holds data but the record %q is not there (evicted, deleted, lost in a "+
+		"restart, or never seeded): a stale holder cannot be told from the current one, so nothing is written until the "+
+		"record holds a token no lower than any that wrote the data (0 if none did), or the resource's keys are deleted "+
+		"(docs/fencing.md)", ErrFenceLost, resource, detail, TokenKeyPrefix+resource)
 }
 
 // ownKeys refuses keys under TokenKeyPrefix: those are the guard's records, and a write there
