@@ -278,6 +278,19 @@ func ExampleErrFenceLost() {
 	// <nil>
 }
 
+// CheckServer says whether the server may evict a resource's record while its data stays.
+// miniredis has no eviction, nor the INFO memory that says so.
+func ExampleRedis_CheckServer() {
+	c, done := miniClient()
+	defer done()
+	fences := redlockfence.NewRedis(c)
+	if err := fences.CheckServer(context.Background()); err != nil {
+		fmt.Println(err) // at start-up: a log line, not a reason to stop
+	}
+	// Output:
+	// redlockfence: the eviction policy is unknown: INFO memory: section (memory) is not supported
+}
+
 func ExampleDialect() {
 	fmt.Println(redlockfence.Postgres, redlockfence.SQLite, redlockfence.Dialect(2))
 	// Output: Postgres SQLite Dialect(2)
