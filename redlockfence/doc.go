@@ -9,6 +9,8 @@
 // write, accept a token not lower than it (recording it) and refuse a lower one with ErrStale.
 //
 // SQL's Check joins the caller's transaction and Do runs a whole one; Redis's Set and Eval run
-// the check and the write in one script. See docs/fencing.md for the isolation each needs and
-// what the check costs.
+// the check and the write in one script. A Redis guard that finds a resource's data without
+// its record refuses with ErrFenceLost, and the server it writes to must not evict records
+// (CheckServer says whether it may). See docs/fencing.md for the isolation each needs, what the
+// guarded Redis must be, and what the check costs.
 package redlockfence

@@ -236,6 +236,9 @@ func ExampleRedis_Eval() {
 	c, done := miniClient()
 	defer done()
 	fences := redlockfence.NewRedis(c)
+	// The balance is loaded before any guarded write: its record is seeded with 0, which any
+	// token passes (without it, the guard refuses the balance's writes with ErrFenceLost).
+	c.SetNX(ctx, redlockfence.TokenKeyPrefix+"{acct}", 0, 0)
 	c.Set(ctx, "{acct}:balance", 100, 0)
 
 	const withdraw = `
@@ -252,6 +255,40 @@ return redis.call('DECRBY', KEYS[1], ARGV[1])`
 	// 70 <nil>
 	// <nil> redlockfence: resource "{acct}": insufficient funds
 	// <nil> redlockfence: stale fencing token: resource "{acct}": token 20 is lower than 21, the highest accepted
+}
+
+// A record lost while its data stays: every write of that data is refused, the current
+// holder's too, until a token is recorded again.
+func ExampleErrFenceLost() {
+	ctx := context.Background()
+	c, done := miniClient()
+	defer done()
+	fences := redlockfence.NewRedis(c)
+	fences.Set(ctx, "{acct}", 12, "{acct}:owner", "B", 0)
+	c.Del(ctx, redlockfence.TokenKeyPrefix+"{acct}") // as eviction would
+
+	fmt.Println(fences.Set(ctx, "{acct}", 12, "{acct}:owner", "B again", 0))
+	// An operator takes the lock, with token 13, and records it.
+	c.Set(ctx, redlockfence.TokenKeyPrefix+"{acct}", 13, 0)
+	fmt.Println(fences.Set(ctx, "{acct}", 12, "{acct}:owner", "B again", 0))
+	fmt.Println(fences.Set(ctx, "{acct}", 14, "{acct}:owner", "C", 0))
+	// Output:
+	// redlockfence: fencing record lost: resource "{acct}": key "{acct}:owner" holds data but the record "redlockfence:{acct}" is not there (evicted, deleted, lost in a restart, or never seeded): a stale holder cannot be told from the current one, so nothing is written until the record holds a token no lower than any that wrote the data (0 if none did), or the resource's keys are deleted (docs/fencing.md)
+	// redlockfence: stale fencing token: resource "{acct}": token 12 is lower than 13, the highest accepted
+	// <nil>
+}
+
+// CheckServer says whether the server may evict a resource's record while its data stays.
+// miniredis has no eviction, nor the INFO memory that says so.
+func ExampleRedis_CheckServer() {
+	c, done := miniClient()
+	defer done()
+	fences := redlockfence.NewRedis(c)
+	if err := fences.CheckServer(context.Background()); err != nil {
+		fmt.Println(err) // at start-up: a log line, not a reason to stop
+	}
+	// Output:
+	// redlockfence: the eviction policy is unknown: INFO memory: section (memory) is not supported
 }
 
 func ExampleDialect() {

@@ -10,6 +10,14 @@ import (
 // resource: a later holder of the lock has written since. The write did not happen.
 var ErrStale = errors.New("redlockfence: stale fencing token")
 
+// ErrFenceLost is the error of a Redis guard's write to a resource that has no record of its
+// highest accepted token while a key the write touches is there: the record was evicted, lost
+// in a restart while the data came back, or deleted, or the data was loaded before the first
+// guarded write without seeding the record; a stale holder can no longer be told from the
+// current one. The write did not happen. It does not wrap ErrStale: the current holder gets it
+// too. docs/fencing.md says how to seed a record and how to recover.
+var ErrFenceLost = errors.New("redlockfence: fencing record lost")
+
 // errNoFence is the error of token 0, the Fence of a lock made without redlock.WithFencing.
 var errNoFence = errors.New("redlockfence: fencing token 0: the lock was made without redlock.WithFencing, so it has no token to check")
 

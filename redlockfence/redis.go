@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,8 @@ import (
 
 // TokenKeyPrefix starts the name of the key that keeps a resource's highest accepted token on
 // the guarded Redis: TokenKeyPrefix + resource, a decimal string without expiry. For resource
-// "{acct}" it is "redlockfence:{acct}", in the hash slot of every key "{acct}:…".
+// "{acct}" it is "redlockfence:{acct}", in the hash slot of every key "{acct}:…". Set and
+// Eval refuse keys under it.
 const TokenKeyPrefix = "redlockfence:"
 
 var (
@@ -58,7 +60,9 @@ func NewRedis(c redis.UniversalClient) *Redis { return &Redis{c: c} }
 // not lower than the highest accepted for resource, and records token; otherwise it sets
 // nothing and returns an error wrapping ErrStale. Check and write are one script. On a Redis
 // Cluster or ring, key must be in the hash slot of TokenKeyPrefix + resource: give resource as
-// a hash tag ("{acct}") and name key after it ("{acct}:balance").
+// a hash tag ("{acct}") and name key after it ("{acct}:balance"). A key that starts with
+// TokenKeyPrefix is an error, and nothing is sent. When resource has no record but key exists,
+// Set sets nothing and returns an error wrapping ErrFenceLost.
 func (r *Redis) Set(ctx context.Context, resource string, token uint64, key string, value any, ttl time.Duration) error {
 	if ttl < 0 {
 		return fmt.Errorf("redlockfence: negative ttl %v", ttl)
@@ -71,10 +75,13 @@ func (r *Redis) Set(ctx context.Context, resource string, token uint64, key stri
 // Eval runs script with keys and args when token is not lower than the highest accepted for
 // resource, and records token, in one script: script sees KEYS and ARGV as given here, and its
 // line numbers in error messages are its own. Eval returns script's reply as go-redis does
-// (nil for a nil reply), or for a script error an error that does not wrap ErrStale (the token
-// is then recorded all the same: like any script, it may have written before it failed). A
-// lower token runs nothing and returns an error wrapping ErrStale. On a Redis Cluster or ring,
-// every key must be in the hash slot of TokenKeyPrefix + resource, as for Set. A script that
+// (nil for a nil reply), or for a script error an error that does not wrap ErrStale, even
+// when its text reads like the guard's refusal (the token is then recorded all the same: like
+// any script, it may have written before it failed). A lower token runs nothing and returns an
+// error wrapping ErrStale; a resource without a record runs nothing when one of keys exists,
+// and returns an error wrapping ErrFenceLost. On a Redis Cluster or ring, every key must be in
+// the hash slot of TokenKeyPrefix + resource, as for Set; a key that starts with TokenKeyPrefix
+// is an error, and nothing is sent. script must write only keys it is given. A script that
 // starts with a "#!lua" line keeps it as its first line.
 func (r *Redis) Eval(ctx context.Context, resource string, token uint64, script string, keys []string, args ...any) (any, error) {
 	shebang := ""
@@ -87,8 +94,8 @@ func (r *Redis) Eval(ctx context.Context, resource string, token uint64, script 
 	return r.run(ctx, redis.NewScript(src), resource, token, keys, args...)
 }
 
-// run runs s, a script that starts with the prelude, with the token's key and the token before
-// keys and args.
+// run runs s, a script that starts with the prelude, with the token's key before keys, and
+// the token and a nonce before args: fence.lua's contract.
 func (r *Redis) run(ctx context.Context, s *redis.Script, resource string, token uint64, keys []string, args ...any) (any, error) {
 	if r == nil || r.c == nil {
 		return nil, errors.New("redlockfence: nil Redis client")
@@ -97,23 +104,52 @@ func (r *Redis) run(ctx context.Context, s *redis.Script, resource string, token
 		return nil, err
 	}
 	tokenKey := TokenKeyPrefix + resource
+	if err := ownKeys(keys); err != nil {
+		return nil, err
+	}
 	if err := r.sameShard(tokenKey, keys); err != nil {
 		return nil, err
 	}
-	v, err := s.Run(ctx, r.c, append([]string{tokenKey}, keys...), append([]any{strconv.FormatUint(token, 10)}, args...)...).Result()
+	nonce := strconv.FormatUint(rand.Uint64(), 36)
+	v, err := s.Run(ctx, r.c, append([]string{tokenKey}, keys...), append([]any{strconv.FormatUint(token, 10), nonce}, args...)...).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
-		if highest, ok := strings.CutPrefix(rerr.Error(), "REDLOCKFENCE_STALE "); ok {
-			return nil, stale(resource, token, highest)
+		if reply, ok := strings.CutPrefix(rerr.Error(), "REDLOCKFENCE "+nonce+" "); ok {
+			return nil, refusal(resource, token, reply)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redlockfence: resource %q: %w", resource, err)
 	}
 	return v, nil
+}
+
+// refusal returns the error of the prelude's refusal, reply without its start and nonce:
+// "STALE highest" or "LOST key".
+func refusal(resource string, token uint64, reply string) error {
+	kind, detail, _ := strings.Cut(reply, " ")
+	if kind != "LOST" {
+		return stale(resource, token, detail)
+	}
+	return fmt.Errorf("%w: resource %q: key %q holds data but the record %q is not there (evicted, deleted, lost in a "+
+		"restart, or never seeded): a stale holder cannot be told from the current one, so nothing is written until the "+
+		"record holds a token no lower than any that wrote the data (0 if none did), or the resource's keys are deleted "+
+		"(docs/fencing.md)", ErrFenceLost, resource, detail, TokenKeyPrefix+resource)
+}
+
+// ownKeys refuses keys under TokenKeyPrefix: those are the guard's records, and a write there
+// would reset a resource's fence.
+func ownKeys(keys []string) error {
+	for _, k := range keys {
+		if strings.HasPrefix(k, TokenKeyPrefix) {
+			return fmt.Errorf("redlockfence: key %q starts with TokenKeyPrefix %q, under which the guard keeps the "+
+				"highest token of each resource: writing it would reset that resource's fence", k, TokenKeyPrefix)
+		}
+	}
+	return nil
 }
 
 // sameShard checks, on a client that places keys by their hash slot (a cluster) or by their

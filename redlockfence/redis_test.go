@@ -218,3 +218,56 @@ func TestRedisRing(t *testing.T) {
 		t.Errorf("a key without the tag: %v", err)
 	}
 }
+
+// The guard's records are its own: a key under TokenKeyPrefix is an error before anything is
+// sent, so that no write of one resource resets another's fence.
+func TestRedisRefusesItsOwnKeys(t *testing.T) {
+	eachRedis(t, func(t *testing.T, c *redis.Client) {
+		ctx := deadline(t)
+		g := redlockfence.NewRedis(c)
+		if err := g.Set(ctx, "r2", 7, "r2:owner", "seven", 0); err != nil {
+			t.Fatal(err)
+		}
+		r2 := redlockfence.TokenKeyPrefix + "r2"
+		if err := g.Set(ctx, "r1", 5, r2, "1", 0); err == nil || errors.Is(err, redlockfence.ErrStale) || !strings.Contains(err.Error(), "TokenKeyPrefix") {
+			t.Errorf("Set of r2's record through r1: %v, want an error naming TokenKeyPrefix", err)
+		}
+		if _, err := g.Eval(ctx, "r1", 5, "return redis.call('SET', KEYS[2], ARGV[1])", []string{"r1:owner", r2}, "1"); err == nil || !strings.Contains(err.Error(), "TokenKeyPrefix") {
+			t.Errorf("Eval on r2's record through r1: %v, want an error naming TokenKeyPrefix", err)
+		}
+		if v, _ := get(t, c, r2); v != "7" {
+			t.Fatalf("r2's record is %q, want 7", v)
+		}
+		if n := c.Exists(ctx, redlockfence.TokenKeyPrefix+"r1").Val(); n != 0 {
+			t.Fatalf("a refused call recorded r1's token")
+		}
+		if err := g.Set(ctx, "r2", 3, "r2:owner", "three", 0); !errors.Is(err, redlockfence.ErrStale) {
+			t.Fatalf("r2 with token 3 after 7: %v, want ErrStale", err)
+		}
+	})
+}
+
+// A script's own error reply that reads like the guard's refusal is the script's error, not
+// ErrStale, and its token is recorded: the guard's refusals carry a nonce of the call that
+// the script does not see, not even in the global ARGV.
+func TestRedisEvalImitatedRefusal(t *testing.T) {
+	eachRedis(t, func(t *testing.T, c *redis.Client) {
+		ctx := deadline(t)
+		g := redlockfence.NewRedis(c)
+		for i, script := range []string{
+			"return redis.error_reply('REDLOCKFENCE_STALE 99')",
+			"return redis.error_reply('REDLOCKFENCE ' .. tostring(_G.ARGV[2]) .. ' STALE 99')",
+			"return redis.error_reply('REDLOCKFENCE ' .. tostring(_G.ARGV[2]) .. ' LOST {r}:k')",
+		} {
+			token := uint64(10 + i)
+			_, err := g.Eval(ctx, "{r}", token, script, nil)
+			if err == nil || errors.Is(err, redlockfence.ErrStale) || !strings.Contains(err.Error(), " 99") && !strings.Contains(err.Error(), "{r}:k") {
+				t.Errorf("%s: %v, want the script's error", script, err)
+			}
+			if v, _ := get(t, c, redlockfence.TokenKeyPrefix+"{r}"); v != strconv.FormatUint(token, 10) {
+				t.Errorf("%s: the record is %q, want %d", script, v, token)
+			}
+			t.Logf("%s: %v", script, err)
+		}
+	})
+}

@@ -137,7 +137,9 @@ func (s *SQL) Check(ctx context.Context, tx *sql.Tx, resource string, token uint
 // Do runs fn in a transaction of its own that Check has passed: it begins a transaction,
 // checks token for resource, runs fn, and commits. On any error, fn's included, it rolls back,
 // so nothing fn wrote and no token is recorded, and returns the error: ErrStale's, fn's as fn
-// returned it, or the commit's. A panic in fn rolls back too, and goes on to Do's caller.
+// returned it, or the commit's. When ctx ended (database/sql then rolls the transaction back),
+// the error wraps ctx.Err() too, so that errors.Is finds context.Canceled or
+// context.DeadlineExceeded. A panic in fn rolls back too, and goes on to Do's caller.
 func (s *SQL) Do(ctx context.Context, resource string, token uint64, fn func(tx *sql.Tx) error) error {
 	if fn == nil {
 		return errors.New("redlockfence: nil fn")
@@ -156,14 +158,24 @@ func (s *SQL) Do(ctx context.Context, resource string, token uint64, fn func(tx 
 		}
 	}()
 	if err := s.Check(ctx, tx, resource, token); err != nil {
-		return err
+		return withEnded(ctx, err)
 	}
 	if err := fn(tx); err != nil {
-		return err
+		return withEnded(ctx, err)
 	}
 	committed = true // a failed Commit has ended the transaction too
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("redlockfence: commit: %w", err)
+		return withEnded(ctx, fmt.Errorf("redlockfence: commit: %w", err))
 	}
 	return nil
+}
+
+// withEnded returns err, wrapping ctx.Err() too when ctx has ended and err does not say so:
+// database/sql rolls back a transaction whose context ended, and then its Commit, or a
+// statement of fn's without that context, fails with sql.ErrTxDone, which does not say why.
+func withEnded(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w: the transaction is rolled back)", err, cerr)
+	}
+	return err
 }

@@ -7,7 +7,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlockfence"
 )
 
@@ -227,4 +229,76 @@ func TestSQLSchemaTable(t *testing.T) {
 	if got := s.ints(t, "SELECT token FROM app.fences WHERE resource = 'r'"); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("app.fences holds %v, want [3]", got)
 	}
+}
+
+// A context that ends while fn runs ends Do with an error that errors.Is finds it in, and
+// records nothing: whether fn returns its statement's error, or returns nil after
+// database/sql rolled the transaction back, which Commit reports as ErrTxDone only.
+func TestSQLDoContextEnded(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s store) {
+		g := guard(t, s)
+		s.exec(t, "CREATE TABLE acct (id INTEGER PRIMARY KEY, owner TEXT NOT NULL)", "INSERT INTO acct VALUES (1, 'nobody')")
+		if err := g.Do(deadline(t), "acct", 4, func(*sql.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range []struct {
+			name string
+			want error
+			ctx  func() (context.Context, context.CancelFunc)
+			fn   func(t *testing.T, ctx context.Context, end func(), tx *sql.Tx) error
+		}{
+			{"cancelled, fn returns nil after the rollback", context.Canceled, cancellable, func(t *testing.T, _ context.Context, end func(), tx *sql.Tx) error {
+				end()
+				rolledBack(t, tx)
+				return nil
+			}},
+			{"cancelled, fn returns the error of a tx.Exec after the rollback", context.Canceled, cancellable, func(t *testing.T, _ context.Context, end func(), tx *sql.Tx) error {
+				end()
+				rolledBack(t, tx)
+				_, err := tx.Exec("UPDATE acct SET owner = 'late' WHERE id = 1") // ErrTxDone: Exec has no context to say why
+				return err
+			}},
+			{"cancelled as fn returns", context.Canceled, cancellable, func(_ *testing.T, _ context.Context, end func(), _ *sql.Tx) error {
+				end()
+				return nil
+			}},
+			{"deadline passed, fn returns nil after the rollback", context.DeadlineExceeded, func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(deadline(t), 50*time.Millisecond)
+			}, func(t *testing.T, ctx context.Context, _ func(), tx *sql.Tx) error {
+				redistest.Receive(t, "the context's deadline", ctx.Done())
+				rolledBack(t, tx)
+				return nil
+			}},
+		} {
+			ctx, end := c.ctx()
+			err := g.Do(ctx, "acct", uint64(5+i), func(tx *sql.Tx) error {
+				if _, err := tx.ExecContext(ctx, s.q("UPDATE acct SET owner = ? WHERE id = 1"), c.name); err != nil {
+					return err
+				}
+				return c.fn(t, ctx, end, tx)
+			})
+			end()
+			if !errors.Is(err, c.want) {
+				t.Errorf("%s: Do = %v, want an error wrapping %v", c.name, err, c.want)
+				continue
+			}
+			t.Logf("%s: %v", c.name, err)
+		}
+		if h, o := s.highest(t, "acct"), owner(t, s); h != 4 || o != "nobody" {
+			t.Fatalf("after Do calls whose context ended: highest %d, owner %q; want 4, nobody", h, o)
+		}
+	})
+}
+
+func cancellable() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
+
+// rolledBack waits until database/sql has rolled tx back, as it does when tx's context ends.
+func rolledBack(t *testing.T, tx *sql.Tx) {
+	t.Helper()
+	redistest.Eventually(t, "the transaction rolled back after its context ended", func() bool {
+		_, err := tx.ExecContext(context.Background(), "SELECT 1")
+		return errors.Is(err, sql.ErrTxDone)
+	})
 }

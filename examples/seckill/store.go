@@ -179,6 +179,9 @@ func ordersKey(item string) string { return "orders:" + item }
 
 func (s *RedisStore) Restock(ctx context.Context, item string, n int) error {
 	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		// The stock is written without a token: the guard refuses data it has no record for
+		// (redlockfence.ErrFenceLost), so its record is seeded, with 0 unless it holds one.
+		p.SetNX(ctx, redlockfence.TokenKeyPrefix+resource(item), 0, 0)
 		p.Set(ctx, stockKey(item), n, 0)
 		p.Del(ctx, ordersKey(item))
 		return nil
