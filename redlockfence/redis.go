@@ -2,11 +2,14 @@ package redlockfence
 
 import (
 	"context"
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -31,7 +34,7 @@ var (
 	// prelude is fence.lua on one line, so that what follows it on that line keeps its
 	// line numbers.
 	prelude   = oneLine(fenceLua)
-	setScript = redis.NewScript(prelude + "\n" + setLua)
+	setScript = newScript(prelude + "\n" + setLua)
 )
 
 // oneLine joins the lines of a Lua source that are not comments with spaces.
@@ -91,12 +94,12 @@ func (r *Redis) Eval(ctx context.Context, resource string, token uint64, script 
 	}
 	// The caller's script is the body of a function that starts on prelude's line.
 	src := shebang + prelude + " local function script(...) " + script + "\nend return script(...)"
-	return r.run(ctx, redis.NewScript(src), resource, token, keys, args...)
+	return r.run(ctx, newScript(src), resource, token, keys, args...)
 }
 
 // run runs s, a script that starts with the prelude, with the token's key before keys, and
 // the token and a nonce before args: fence.lua's contract.
-func (r *Redis) run(ctx context.Context, s *redis.Script, resource string, token uint64, keys []string, args ...any) (any, error) {
+func (r *Redis) run(ctx context.Context, s script, resource string, token uint64, keys []string, args ...any) (any, error) {
 	if r == nil || r.c == nil {
 		return nil, errors.New("redlockfence: nil Redis client")
 	}
@@ -111,7 +114,7 @@ func (r *Redis) run(ctx context.Context, s *redis.Script, resource string, token
 		return nil, err
 	}
 	nonce := strconv.FormatUint(rand.Uint64(), 36)
-	v, err := s.Run(ctx, r.c, append([]string{tokenKey}, keys...), append([]any{strconv.FormatUint(token, 10), nonce}, args...)...).Result()
+	v, err := s.run(ctx, r.c, append([]string{tokenKey}, keys...), append([]any{strconv.FormatUint(token, 10), nonce}, args...))
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -121,11 +124,54 @@ func (r *Redis) run(ctx context.Context, s *redis.Script, resource string, token
 			return nil, refusal(resource, token, reply)
 		}
 	}
-	if err != nil {
+	var op *net.OpError
+	switch {
+	case err != nil && !errors.As(err, &rerr) && !(errors.As(err, &op) && op.Op == "dial"):
+		return nil, fmt.Errorf("redlockfence: resource %q: no reply, so whether the write happened is unknown: %w", resource, err)
+	case err != nil:
 		return nil, fmt.Errorf("redlockfence: resource %q: %w", resource, err)
 	}
 	return v, nil
 }
+
+// A script is a Lua script of the guard's, sent once per call.
+type script struct{ src, sha string }
+
+func newScript(src string) script {
+	sum := sha1.Sum([]byte(src))
+	return script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// run runs s on c with keys and args: EVALSHA, and EVAL when the server does not know the
+// script. go-redis retries neither, though it would a command whose reply timed out: the
+// script may have run, and running it again could write twice, or refuse as stale a write
+// that the first run made.
+func (s script) run(ctx context.Context, c redis.UniversalClient, keys []string, args []any) (any, error) {
+	v, err := evalOnce(ctx, c, "evalsha", s.sha, keys, args)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = evalOnce(ctx, c, "eval", s.src, keys, args)
+	}
+	return v, err
+}
+
+func evalOnce(ctx context.Context, c redis.UniversalClient, verb, script string, keys []string, args []any) (any, error) {
+	all := make([]any, 0, 3+len(keys)+len(args))
+	all = append(all, verb, script, len(keys))
+	for _, k := range keys {
+		all = append(all, k)
+	}
+	cmd := once{redis.NewCmd(ctx, append(all, args...)...)}
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // where a cluster or ring finds the key that places it
+	}
+	_ = c.Process(ctx, cmd)
+	return cmd.Result()
+}
+
+// once is a command that go-redis never retries.
+type once struct{ *redis.Cmd }
+
+func (once) NoRetry() bool { return true }
 
 // refusal returns the error of the prelude's refusal, reply without its start and nonce:
 // "STALE highest" or "LOST key".
