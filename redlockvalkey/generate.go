@@ -1,0 +1,3 @@
+package redlockvalkey
+
+//go:generate go run ./internal/twin
