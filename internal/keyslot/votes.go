@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,12 +19,52 @@ type Vote struct {
 	Master string
 }
 
-// Votes reads which master serves each slot of cluster (CLUSTER SLOTS) and places n votes on
-// distinct masters (see Place).
+// Votes reads which master serves each slot of cluster and places n votes on distinct masters
+// (see Place).
 func Votes(ctx context.Context, cluster *redis.ClusterClient, n int) ([]Vote, error) {
-	ranges, err := cluster.ClusterSlots(ctx).Result()
+	owner, err := Owners(ctx, cluster)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster's slots: %w", err)
+	}
+	return Place(owner[:], n)
+}
+
+// Owners returns the address of the master that serves each slot of cluster ("" for none), read
+// with CLUSTER SHARDS, or on a server older than Redis 7, which has none, CLUSTER SLOTS.
+func Owners(ctx context.Context, cluster redis.UniversalClient) (*[Slots]string, error) {
+	var owner [Slots]string
+	shards, err := cluster.ClusterShards(ctx).Result()
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown subcommand") {
+		return slotOwners(ctx, cluster)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range shards {
+		master := ""
+		for _, n := range sh.Nodes {
+			if n.Role == "master" {
+				port := n.Port
+				if port == 0 {
+					port = n.TLSPort
+				}
+				master = net.JoinHostPort(n.Endpoint, strconv.FormatInt(port, 10))
+			}
+		}
+		for _, r := range sh.Slots {
+			for s := max(r.Start, 0); master != "" && s <= min(r.End, Slots-1); s++ {
+				owner[s] = master
+			}
+		}
+	}
+	return &owner, nil
+}
+
+// slotOwners is Owners by CLUSTER SLOTS, deprecated since Redis 7 in favour of CLUSTER SHARDS.
+func slotOwners(ctx context.Context, cluster redis.UniversalClient) (*[Slots]string, error) {
+	ranges, err := cluster.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, err
 	}
 	var owner [Slots]string
 	for _, r := range ranges {
@@ -33,7 +75,7 @@ func Votes(ctx context.Context, cluster *redis.ClusterClient, n int) ([]Vote, er
 			owner[s] = r.Nodes[0].Addr // the master comes first
 		}
 	}
-	return Place(owner[:], n)
+	return &owner, nil
 }
 
 // Place returns n votes on distinct masters, owner[s] being the master that serves slot s (""

@@ -15,6 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/quorumlock/redlock/internal/keyslot"
 )
 
 // A Cluster is a Redis Cluster of masters only, each a redis-server process of its own.
@@ -133,19 +135,14 @@ func (cl *Cluster) Owner(t testing.TB, key string) *Server {
 	t.Helper()
 	for _, s := range cl.Masters {
 		c := plain(s.Addr)
-		ranges, err := c.ClusterSlots(context.Background()).Result()
-		slot, serr := c.ClusterKeySlot(context.Background(), key).Result()
+		owner, err := keyslot.Owners(context.Background(), c)
 		c.Close()
-		if err != nil || serr != nil {
+		if err != nil {
 			continue
 		}
-		for _, r := range ranges {
-			if int64(r.Start) <= slot && slot <= int64(r.End) {
-				for _, m := range cl.Masters {
-					if m.Addr == r.Nodes[0].Addr {
-						return m
-					}
-				}
+		for _, m := range cl.Masters {
+			if m.Addr == owner[keyslot.Of(key)] {
+				return m
 			}
 		}
 	}
