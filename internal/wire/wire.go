@@ -42,6 +42,8 @@ func (s *Script) SHA1() string { return s.sha }
 func (s *Script) SHA1Arg() any { return s.shaArg }
 
 var (
+	//go:embed scripts/lib.lua
+	lib string
 	//go:embed scripts/queue.lua
 	queueLib string
 	//go:embed scripts/holders.lua
@@ -88,28 +90,29 @@ var (
 	inspectSrc string
 )
 
-// The scripts. Those that read a lock's line of waiters start with queue.lua's functions, the
-// semaphore's and the readers' with holders.lua's.
+// The scripts. Those that read a node's clock or raise a fencing counter start with lib.lua's
+// functions; those that read a lock's line of waiters go on with queue.lua's, the semaphore's
+// and the readers' with holders.lua's.
 var (
-	AcquireScript        = newScript("acquire", queueLib, acquireSrc)
-	ReleaseScript        = newScript("release", queueLib, releaseSrc)
-	LeaveScript          = newScript("leave", queueLib, leaveSrc)
+	AcquireScript        = newScript("acquire", lib, queueLib, acquireSrc)
+	ReleaseScript        = newScript("release", lib, queueLib, releaseSrc)
+	LeaveScript          = newScript("leave", lib, queueLib, leaveSrc)
 	ExtendScript         = newScript("extend", extendSrc)
-	FenceScript          = newScript("fence", fenceSrc)
-	SemaphoreScript      = newScript("semaphore", holdersLib, semaphoreSrc)
-	HoldersExtendScript  = newScript("holders_extend", holdersLib, holdersExtendSrc)
-	HoldersReleaseScript = newScript("holders_release", holdersLib, holdersReleaseSrc)
-	ReadScript           = newScript("read", holdersLib, readSrc)
-	WriteScript          = newScript("write", holdersLib, writeSrc)
+	FenceScript          = newScript("fence", lib, fenceSrc)
+	SemaphoreScript      = newScript("semaphore", lib, holdersLib, semaphoreSrc)
+	HoldersExtendScript  = newScript("holders_extend", lib, holdersLib, holdersExtendSrc)
+	HoldersReleaseScript = newScript("holders_release", lib, holdersLib, holdersReleaseSrc)
+	ReadScript           = newScript("read", lib, holdersLib, readSrc)
+	WriteScript          = newScript("write", lib, holdersLib, writeSrc)
 	WriteReleaseScript   = newScript("write_release", writeReleaseSrc)
 	WriteAbandonScript   = newScript("write_abandon", writeAbandonSrc)
 	MultiAcquireScript   = newScript("multi_acquire", multiAcquireSrc)
 	MultiExtendScript    = newScript("multi_extend", multiExtendSrc)
-	MultiReleaseScript   = newScript("multi_release", queueLib, multiReleaseSrc)
+	MultiReleaseScript   = newScript("multi_release", lib, queueLib, multiReleaseSrc)
 	ClaimScript          = newScript("claim", claimSrc)
-	ElectScript          = newScript("elect", electSrc)
+	ElectScript          = newScript("elect", lib, electSrc)
 	ElectExtendScript    = newScript("elect_extend", electExtendSrc)
-	ResignScript         = newScript("resign", queueLib, resignSrc)
+	ResignScript         = newScript("resign", lib, queueLib, resignSrc)
 	InspectScript        = newScript("inspect", inspectSrc)
 )
 

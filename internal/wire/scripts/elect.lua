@@ -1,4 +1,4 @@
--- Election, the new term's second round and Proclaim. KEYS: the election's lock key, its
+-- Election, the new term's second round and Proclaim (after lib.lua). KEYS: the election's lock key, its
 -- fencing counter, its value. ARGV: the token, the term (a fencing token), the value's version,
 -- the value, the channel to announce the change on, the name in the announcement.
 -- While the lock key holds the token: raise the counter to the term (as fence.lua does), store
@@ -8,10 +8,7 @@
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
 	return 0
 end
-local c = redis.call("GET", KEYS[2]) or "0"
-if #ARGV[2] > #c or (#ARGV[2] == #c and ARGV[2] > c) then
-	redis.call("SET", KEYS[2], ARGV[2])
-end
+raise(KEYS[2], ARGV[2])
 local ttl = redis.call("PTTL", KEYS[1])
 if ttl > 0 then
 	redis.call("SET", KEYS[3], ARGV[2] .. "\n" .. ARGV[3] .. "\n" .. ARGV[4], "PX", ttl)

@@ -2,11 +2,6 @@
 -- in ms), so that a node decides expiry by its own clock, never by a client's. The semaphore's
 -- holders and an RWMutex's readers are such sets. This text starts each of their scripts.
 
-local function now_ms()
-	local t = redis.call("TIME")
-	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 -- live drops set's expired holders and returns how many are left.
 local function live(set, now)
 	redis.call("ZREMRANGEBYSCORE", set, "-inf", now)

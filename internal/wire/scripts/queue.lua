@@ -4,11 +4,6 @@
 -- moved on (it gave up, crashed, or took a new name) and is dropped, so that it never blocks
 -- the line.
 
-local function now_ms()
-	local t = redis.call("TIME")
-	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 -- first drops the waiters at the front whose lease lapsed by now (read from the clock when nil
 -- and someone is in line: TIME is the dearest call of an uncontended release) and returns the
 -- first live one, or nil, and now (nil if it was nil and nobody was in line). self, when not
