@@ -54,14 +54,34 @@ func newListener(c *Client) *listener {
 // join registers a waiter for s under a new name and returns it with a channel that is
 // closed once releases are heard. The caller is within enter and leave.
 func (l *listener) join(s *spec) (*waiter, <-chan struct{}) {
+	w := l.newWaiter(s.wake)
+	w.abandon, w.ok = s.ops.abandon(w.name, l.c.channel)
+	return w, l.add(w)
+}
+
+// watch registers a waiter that is woken by every announced release of key, but never named
+// (it takes no place in a line, and has nothing to abandon), and returns it with the channel
+// of join.
+func (l *listener) watch(key string) (*waiter, <-chan struct{}) {
+	w := l.newWaiter([]string{key})
+	return w, l.add(w)
+}
+
+// newWaiter returns a waiter of a new name, woken by the releases of keys.
+func (l *listener) newWaiter(keys []string) *waiter {
 	c := l.c
-	w := &waiter{
+	return &waiter{
 		name: wire.Waiter{Client: c.id, N: c.waiters.Add(1)}.String(),
-		keys: s.wake,
+		keys: keys,
 		wake: make(chan struct{}, 1),
 		from: make([]bool, len(c.listen)),
 	}
-	w.abandon, w.ok = s.ops.abandon(w.name, c.channel)
+}
+
+// add registers w, subscribing to the nodes if nobody did yet, and returns the channel that is
+// closed once releases are heard.
+func (l *listener) add(w *waiter) <-chan struct{} {
+	c := l.c
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.started {
@@ -77,13 +97,7 @@ func (l *listener) join(s *spec) (*waiter, <-chan struct{}) {
 		}
 		l.byKey[k][w] = struct{}{}
 	}
-	return w, l.ready
-}
-
-// watch registers a waiter that is woken by every announced release of key, but never named
-// (it takes no place in a line), and returns it with the channel of join.
-func (l *listener) watch(key string) (*waiter, <-chan struct{}) {
-	return l.join(&spec{wake: []string{key}, ops: semaphoreOps{}})
+	return l.ready
 }
 
 func (l *listener) leave(w *waiter) {

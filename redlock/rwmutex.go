@@ -7,10 +7,13 @@ import (
 	"github.com/quorumlock/redlock/internal/wire"
 )
 
-// readOps are the commands of an RWMutex's readers, a holders set on each node; writeOps its
-// writer's, a plain key holding the token.
+// readOps are the commands of an RWMutex's readers, holders of a set on each node whose
+// releases announce the writer's key; writeOps its writer's, a plain key holding the token.
 type (
-	readOps  struct{ keys wire.RWMutexKeys }
+	readOps struct {
+		holders
+		keys wire.RWMutexKeys
+	}
 	writeOps struct{ keys wire.RWMutexKeys }
 )
 
@@ -18,22 +21,9 @@ func (o readOps) acquire(a attempt) command {
 	return run(wire.ReadScript, wire.ReadAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl})
 }
 
-func (o readOps) extend(token string, ttl time.Duration) command {
-	return run(wire.HoldersExtendScript, wire.HoldersExtend{Holders: o.keys.Readers, Token: token, TTL: ttl})
-}
-
-func (o readOps) release(token, channel, _ string) command {
-	return run(wire.HoldersReleaseScript, wire.HoldersRelease{Holders: o.keys.Readers, Token: token, Channel: channel, Announce: o.keys.Writer})
-}
-
-// rollback is silent, as a semaphore's: an RWMutex's waiters stand in no line.
-func (o readOps) rollback(a attempt, _ string) command { return o.release(a.token, "", "") }
-
 func (o readOps) claim(token string, ttl time.Duration) command {
 	return o.acquire(attempt{token: token, ttl: ttl})
 }
-
-func (readOps) abandon(string, string) (command, bool) { return command{}, false }
 
 func (o writeOps) acquire(a attempt) command {
 	return run(wire.WriteScript, wire.WriteAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl, Waiter: a.waiter})
@@ -84,7 +74,7 @@ func (c *Client) RWMutex(key string) (*RWMutex, error) {
 	// Readers and writers wait for the name of the writer's key: every release announces it.
 	wake := []string{keys.Writer}
 	return &RWMutex{c: c,
-		read:  &spec{kind: KindRead, key: key, need: c.quorum, wake: wake, ops: readOps{keys}},
+		read:  &spec{kind: KindRead, key: key, need: c.quorum, wake: wake, ops: readOps{holders{set: keys.Readers, wake: keys.Writer}, keys}},
 		write: &spec{kind: KindWrite, key: key, need: c.quorum, wake: wake, ops: writeOps{keys}},
 	}, nil
 }

@@ -9,32 +9,36 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// semaphoreOps are the commands of a semaphore: its holders are a sorted set on each node.
+// holders are the commands that a semaphore's holders and an RWMutex's readers share: each
+// node keeps them in one sorted set, and a release announces the name wake.
+type holders struct{ set, wake string }
+
+func (h holders) extend(token string, ttl time.Duration) command {
+	return run(wire.HoldersExtendScript, wire.Extend{Key: h.set, Token: token, TTL: ttl})
+}
+
+func (h holders) release(token, channel, _ string) command {
+	return run(wire.HoldersReleaseScript, wire.HoldersRelease{Holders: h.set, Token: token, Channel: channel, Announce: h.wake})
+}
+
+// rollback is silent: holders stand in no line, and try again at the retry delay.
+func (h holders) rollback(a attempt, _ string) command { return h.release(a.token, "", "") }
+
+func (holders) abandon(string, string) (command, bool) { return command{}, false }
+
+// semaphoreOps are the commands of a semaphore of permits.
 type semaphoreOps struct {
-	keys    wire.SemaphoreKeys
+	holders
 	permits int
 }
 
 func (o semaphoreOps) acquire(a attempt) command {
-	return run(wire.SemaphoreScript, wire.SemaphoreAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl, Permits: o.permits})
+	return run(wire.SemaphoreScript, wire.SemaphoreAcquire{Keys: wire.SemaphoreKeys{Holders: o.set}, Token: a.token, TTL: a.ttl, Permits: o.permits})
 }
-
-func (o semaphoreOps) extend(token string, ttl time.Duration) command {
-	return run(wire.HoldersExtendScript, wire.HoldersExtend{Holders: o.keys.Holders, Token: token, TTL: ttl})
-}
-
-func (o semaphoreOps) release(token, channel, _ string) command {
-	return run(wire.HoldersReleaseScript, wire.HoldersRelease{Holders: o.keys.Holders, Token: token, Channel: channel, Announce: o.keys.Holders})
-}
-
-// rollback is silent: a semaphore's waiters stand in no line, and try again at the retry delay.
-func (o semaphoreOps) rollback(a attempt, _ string) command { return o.release(a.token, "", "") }
 
 func (o semaphoreOps) claim(token string, ttl time.Duration) command {
 	return o.acquire(attempt{token: token, ttl: ttl})
 }
-
-func (semaphoreOps) abandon(string, string) (command, bool) { return command{}, false }
 
 // A Semaphore admits at most a fixed number of holders at once, its permits, across the
 // Client's nodes. Each node keeps the semaphore's live holders in one sorted set (named as
@@ -58,7 +62,7 @@ func (c *Client) Semaphore(key string, permits int) (*Semaphore, error) {
 	}
 	keys := c.names.Semaphore(key)
 	return &Semaphore{c: c, s: &spec{kind: KindSemaphore, key: key, need: quorum.Permits(len(c.nodes), permits),
-		wake: []string{keys.Holders}, ops: semaphoreOps{keys: keys, permits: permits}}}, nil
+		wake: []string{keys.Holders}, ops: semaphoreOps{holders{set: keys.Holders, wake: keys.Holders}, permits}}}, nil
 }
 
 // Quorum returns how many nodes a holder must hold: floor(permits*N/(permits+1)) + 1 of the N

@@ -68,7 +68,8 @@ func (l Leave) Encode() (keys, args []string) {
 	return []string{l.Keys.Lock, l.Keys.Queue, l.Keys.Leases}, []string{l.Waiter, l.Channel, l.Keys.Lock}
 }
 
-// Extend is extend.lua's call, for a lock key (a mutex's, or an RWMutex's writer).
+// Extend is extend.lua's call, for a lock key (a mutex's, or an RWMutex's writer), and
+// holders_extend.lua's, for a set of holders (a semaphore's, or an RWMutex's readers).
 type Extend struct {
 	Key   string
 	Token string
@@ -100,17 +101,6 @@ type SemaphoreAcquire struct {
 
 func (s SemaphoreAcquire) Encode() (keys, args []string) {
 	return []string{s.Keys.Holders}, []string{s.Token, Ms(s.TTL), strconv.Itoa(s.Permits)}
-}
-
-// HoldersExtend is holders_extend.lua's call: a semaphore's holder or an RWMutex's reader.
-type HoldersExtend struct {
-	Holders string
-	Token   string
-	TTL     time.Duration
-}
-
-func (h HoldersExtend) Encode() (keys, args []string) {
-	return []string{h.Holders}, []string{h.Token, Ms(h.TTL)}
 }
 
 // HoldersRelease is holders_release.lua's call, announced as Announce on Channel ("" for none).

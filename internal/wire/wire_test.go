@@ -260,7 +260,7 @@ func TestScriptsOnARealServer(t *testing.T) {
 				t.Fatalf("holder %d of 2 permits: granted %v", i+1, got)
 			}
 		}
-		if !held(t, run(t, c, wire.HoldersExtendScript, wire.HoldersExtend{Holders: sk.Holders, Token: "s1", TTL: time.Hour})) {
+		if !held(t, run(t, c, wire.HoldersExtendScript, wire.Extend{Key: sk.Holders, Token: "s1", TTL: time.Hour})) {
 			t.Fatal("holder not extended")
 		}
 		if !held(t, run(t, c, wire.HoldersReleaseScript, wire.HoldersRelease{Holders: sk.Holders, Token: "s1", Channel: ch, Announce: sk.Holders})) {
