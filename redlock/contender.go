@@ -173,7 +173,7 @@ func (c *Client) lease() time.Duration {
 // waiter (see heard).
 func (k *contender) pause(ctx context.Context, r result) error {
 	c := k.c
-	t := c.clock.NewTimer(k.delay(r))
+	t := c.clock.NewTimer(k.pauseAfter(r))
 	defer t.Stop()
 	var grace <-chan time.Time
 	for {
@@ -233,12 +233,14 @@ func expiry(out quorum.Outcome[wire.Grant], need int) time.Duration {
 	return left[need-1]
 }
 
-// delay is how long to wait after the failed attempt r when no release wakes the waiter. A
-// waiter with others ahead of it on every node is named by a release once its turn comes:
-// it only renews its place meanwhile, twice a lease, instead of trying at the retry delay.
-// The first in line tries again when the holder's key expires on a quorum of nodes, if that
-// comes before the retry delay: a holder that crashed announces nothing.
-func (k *contender) delay(r result) time.Duration {
+// pauseAfter takes the failed attempt r into the waiter's episode (whether its pause ends at the
+// holder's expiry, how many split votes in a row) and returns how long to wait when no release
+// wakes the waiter. A waiter with others ahead of it on every node is named by a release once
+// its turn comes: it only renews its place meanwhile, twice a lease, instead of trying at the
+// retry delay. The first in line tries again when the holder's key expires on a quorum of nodes,
+// if that comes before the retry delay: a holder that crashed announces nothing. After a split
+// vote, now or lately, it tries again sooner (see splitPause).
+func (k *contender) pauseAfter(r result) time.Duration {
 	select {
 	case <-k.ready:
 	default: // the Client cannot hear releases yet: try again soon
@@ -247,23 +249,28 @@ func (k *contender) delay(r result) time.Duration {
 	if r.ahead > 0 {
 		return k.c.lease() / 2
 	}
-	delay := k.c.retryDelay()
-	k.atExpiry = r.ahead == 0 && r.expiry >= 0 && r.expiry < delay && !k.atExpiry
+	pause := k.c.retryDelay()
+	// Not twice in a row: a key still there at its expiry (a node whose clock lags, or a holder
+	// that extended it) must not make the waiter spin.
+	k.atExpiry = r.ahead == 0 && r.expiry >= 0 && r.expiry < pause && !k.atExpiry
 	if k.atExpiry {
-		delay = r.expiry + time.Millisecond
+		pause = r.expiry + time.Millisecond
 	}
 	if r.votes > 0 || k.splits > 0 {
-		// A split vote, now or lately: nobody may hold the key once everyone's roll-back
-		// lands, and a mutex's roll-back wakes at most the first waiter in line, never its
-		// own. Retry after a pause that is shorter the more nodes this attempt won, in units
-		// of its duration, doubling while the episode lasts (so that the holder of a bare
-		// quorum is not polled fast).
-		unit := max(r.elapsed, minSplitUnit)
-		split := satMul(unit, int64(max(k.s.need-r.votes, 0))) + time.Duration(mrand.Int64N(int64(unit)+1))
-		delay = min(delay, satMul(split, 1<<min(k.splits, 20)))
+		pause = min(pause, k.splitPause(r))
 		k.splits++
 	}
-	return delay
+	return pause
+}
+
+// splitPause is the pause after the attempt r when its vote split, now or lately: nobody may
+// hold the key once everyone's roll-back lands, and a mutex's roll-back wakes at most the first
+// waiter in line, never its own. It is shorter the more nodes r won, in units of r's duration,
+// and doubles with each split in a row, so that the holder of a bare quorum is not polled fast.
+func (k *contender) splitPause(r result) time.Duration {
+	unit := max(r.elapsed, minSplitUnit)
+	split := satMul(unit, int64(max(k.s.need-r.votes, 0))) + time.Duration(mrand.Int64N(int64(unit)+1))
+	return satMul(split, 1<<min(k.splits, 20))
 }
 
 // minSplitUnit is the least pause unit after a split vote: an attempt can take no measurable

@@ -35,11 +35,11 @@ type Lock struct {
 	onEnd    []func(why error)
 	kept     bool // KeepAlive keeps it
 	// pending are the nodes whose acquisition call had not returned when the lock was
-	// granted, until it returns; releasing is the release's round, and sendRelease adds to
-	// it the call to such a node once that node's acquisition call returned.
-	pending     []int
-	releasing   *quorum.Round[struct{}]
-	sendRelease func(node int)
+	// granted, until it returns; releasing is the release's round, and sendLate adds to it
+	// the call to such a node once that node's acquisition call returned.
+	pending   []int
+	releasing *quorum.Round[struct{}]
+	sendLate  func(node int)
 	// re is what the lock shares with the handles of its re-entries, nil until the first
 	// one; a handle's is its lock's from the start (see Context).
 	re atomic.Pointer[reentry]
@@ -211,52 +211,52 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return err
 }
 
-// release sends the lock's release to every node and ends it for why (nil for Unlock). A node
-// whose acquisition call has not returned yet is released once it has (late), so that the
-// release does not overtake the acquisition there.
+// release ends the lock for why (nil for Unlock) and sends its release to every node.
 func (l *Lock) release(ctx context.Context, why error) error {
-	c := l.c
+	if err := l.endForRelease(why); err != nil {
+		return err
+	}
+	if why == nil { // Close's releases run after it closed the Client
+		if err := l.c.enter(); err != nil {
+			return err
+		}
+		defer l.c.leave()
+	}
+	if ctx.Done() != nil { // a release matters most when ctx ended (one that never ends stays)
+		ctx = context.WithoutCancel(ctx)
+	}
+	return l.sendRelease(ctx)
+}
+
+// endForRelease ends the lock for why, unless a release was sent already (by Unlock, Orphan or
+// Close): then it says so.
+func (l *Lock) endForRelease(why error) error {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	again, closed := l.released, errors.Is(l.why, ErrClosed)
 	l.released = true
 	l.endLocked(why)
-	l.mu.Unlock()
 	switch {
 	case closed:
 		return fmt.Errorf("%w: Close released the lock", ErrClosed)
 	case again:
 		return fmt.Errorf("%w: released or orphaned already", ErrNotHeld)
 	}
-	if why == nil { // Close's releases run after it closed the Client
-		if err := c.enter(); err != nil {
-			return err
-		}
-		defer c.leave()
-	}
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
+	return nil
+}
+
+// sendRelease sends the lock's release to every node and decides at the lock's quorum. A node
+// whose acquisition call has not returned yet is released once it has (late), so that the
+// release does not overtake the acquisition there.
+func (l *Lock) sendRelease(ctx context.Context) error {
+	c := l.c
 	start := c.clock.Now()
-	l.mu.Lock()
 	rd := round[struct{}]{c: c, op: NodeRelease, cmd: l.spec.ops.release(l.token, c.channel, l.waiter),
 		decode: decodeHeld, wait: c.nodeTimeout, need: l.spec.need, hold: l.ttl}
 	callCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
 	q := quorum.New[struct{}](len(c.nodes))
-	call := rd.call // a method value costs an allocation each time it is taken
-	l.releasing = q
-	// pending is a copy, since late changes l.pending; with none, no acquisition call is left
-	// to answer late.
-	var onStack [8]int
-	pending := append(onStack[:0], l.pending...)
-	if len(pending) > 0 {
-		l.sendRelease = rd.late(ctx, callCtx, q, call)
-	}
-	for i := range c.nodes {
-		if !slices.Contains(pending, i) {
-			q.Go(callCtx, nil, i, call)
-		}
-	}
-	l.mu.Unlock()
+	var onStack [8]int // the pending nodes' copy, without an allocation for most Clients
+	pending := l.sendAll(ctx, callCtx, rd, q, onStack[:0])
 	out := &asked[struct{}]{Outcome: rd.decide(callCtx, q), c: c, q: q, cancel: cancel}
 	out.rest(nil)
 	var err error
@@ -265,6 +265,26 @@ func (l *Lock) release(ctx context.Context, why error) error {
 	}
 	c.decided(ctx, votes(out.Outcome), c.clock.Now().Sub(start), err)
 	return err
+}
+
+// sendAll sends rd's call, in q, to every node whose acquisition call has returned, and leaves
+// the others to l.late; it returns those others, appended to pending (a copy: l.pending changes
+// as they answer).
+func (l *Lock) sendAll(ctx, callCtx context.Context, rd round[struct{}], q *quorum.Round[struct{}], pending []int) []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	call := rd.call // a method value costs an allocation each time it is taken
+	l.releasing = q
+	pending = append(pending, l.pending...)
+	if len(pending) > 0 {
+		l.sendLate = rd.late(ctx, callCtx, q, call)
+	}
+	for i := range l.c.nodes {
+		if !slices.Contains(pending, i) {
+			q.Go(callCtx, nil, i, call)
+		}
+	}
+	return pending
 }
 
 // late returns what sends, in q, the release of a node whose acquisition call answered after
@@ -290,7 +310,7 @@ func (rd round[T]) late(ctx, callCtx context.Context, q *quorum.Round[T], call f
 func (l *Lock) late(rep quorum.Reply[wire.Grant]) {
 	l.mu.Lock()
 	l.pending = slices.DeleteFunc(l.pending, func(i int) bool { return i == rep.Node })
-	q, send := l.releasing, l.sendRelease
+	q, send := l.releasing, l.sendLate
 	l.mu.Unlock()
 	switch {
 	case q == nil: // Unlock will send it
