@@ -37,7 +37,10 @@ func TestRealServersCloseAndDeadlinesBoundedWhenEveryNodeStops(t *testing.T) {
 			return waitFor(t, waiting, func() error { _, err := c.Lock(context.Background(), "k", 10*time.Second); return err })
 		}},
 		{"Close with a waiting Campaign", func(t *testing.T, c *redlock.Client, waiting <-chan struct{}) func() error {
-			e, _ := c.Election("e", 10*time.Second)
+			e, err := c.Election("e", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
 			return waitFor(t, waiting, func() error { _, err := e.Campaign(context.Background(), "me"); return err })
 		}},
 	}
@@ -79,6 +82,10 @@ func TestRealServersCloseAndDeadlinesBoundedWhenEveryNodeStops(t *testing.T) {
 			ss := boundsSetup(t)
 			waiting := make(chan struct{}, 1)
 			c, _ := boundsClient(t, ss, waiting)
+			e, err := c.Election("e", 10*time.Second) // sends nothing
+			if err != nil {
+				t.Fatal(err)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 3*boundsNodeTimeout/2)
 			defer cancel()
 			wait := waitFor(t, waiting, func() error {
@@ -86,14 +93,13 @@ func TestRealServersCloseAndDeadlinesBoundedWhenEveryNodeStops(t *testing.T) {
 					_, err := c.Lock(ctx, "k", 10*time.Second)
 					return err
 				}
-				e, _ := c.Election("e", 10*time.Second)
 				_, err := e.Campaign(ctx, "me")
 				return err
 			})
 			for _, s := range ss {
 				s.Pause(t)
 			}
-			err := wait()
+			err = wait()
 			deadline, _ := ctx.Deadline()
 			d := time.Since(deadline)
 			if d > late {
@@ -120,7 +126,10 @@ func boundsSetup(t *testing.T) []*redistest.Server {
 	if _, err := other.TryLock(ctx, "k", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	e, _ := other.Election("e", time.Minute)
+	e, err := other.Election("e", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.TryCampaign(ctx, "other"); err != nil {
 		t.Fatal(err)
 	}

@@ -68,8 +68,12 @@ func finding(t *testing.T, up redlock.Checkup, node int, check string) redlock.F
 }
 
 // port returns the port of a host:port address.
-func port(addr string) string {
-	_, p, _ := net.SplitHostPort(addr)
+func port(t testing.TB, addr string) string {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
@@ -102,8 +106,8 @@ func TestCheckHealthy(t *testing.T) {
 func TestCheckRole(t *testing.T) {
 	t.Parallel()
 	ss := redistest.StartN(t, 4)
-	r0 := redistest.Start(t, "--replicaof", "127.0.0.1", port(ss[0].Addr))
-	out := redistest.Start(t, "--replicaof", "127.0.0.1", port(ss[3].Addr))
+	r0 := redistest.Start(t, "--replicaof", "127.0.0.1", port(t, ss[0].Addr))
+	out := redistest.Start(t, "--replicaof", "127.0.0.1", port(t, ss[3].Addr))
 	up := checkup(t, 200*time.Millisecond, []string{ss[0].Addr, ss[1].Addr, ss[2].Addr, r0.Addr, out.Addr})
 	expect(t, up, 3, "role", redlock.Fail, "a replica of node 0 ("+ss[0].Addr+")", "READONLY", "no independent vote")
 	expect(t, up, 4, "role", redlock.Fail, "a replica of "+ss[3].Addr, "READONLY", "never votes")
@@ -116,7 +120,7 @@ func TestCheckRole(t *testing.T) {
 func TestCheckIdentity(t *testing.T) {
 	t.Parallel()
 	ss := redistest.StartN(t, 2)
-	twice := net.JoinHostPort("localhost", port(ss[0].Addr))
+	twice := net.JoinHostPort("localhost", port(t, ss[0].Addr))
 	up := checkup(t, 200*time.Millisecond, []string{ss[0].Addr, ss[1].Addr, twice})
 	expect(t, up, 2, "identity", redlock.Fail, "the same server as node 0 ("+ss[0].Addr+")", "counts twice")
 	expect(t, up, 0, "identity", redlock.OK, "no other node's")

@@ -448,8 +448,8 @@ func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 	// not heard: on cluster nodes under load, one run in twenty waited for its hour.)
 	settle := func() { time.Sleep(100 * time.Millisecond) }
 
-	sem1, _ := c1.Semaphore(key, 2)
-	sem2, _ := c2.Semaphore(key, 2)
+	sem1 := semaphore(t, c1, key, 2)
+	sem2 := semaphore(t, c2, key, 2)
 	a, err := sem1.TryLock(ctx, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -471,8 +471,8 @@ func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 	}
 	b.Unlock(ctx)
 
-	rw1, _ := c1.RWMutex(key)
-	rw2, _ := c2.RWMutex(key)
+	rw1 := rwMutex(t, c1, key)
+	rw2 := rwMutex(t, c2, key)
 	r1, err := rw1.RLock(ctx, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,11 @@ func ExampleClient_Check() {
 	aof := []string{"--appendonly", "yes", "--appendfsync", "always"}
 	nodes, stop := servers(aof, aof, append(aof, "--maxmemory", "10mb", "--maxmemory-policy", "allkeys-lru"))
 	defer stop()
-	locker, _ := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
+	locker, err := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 
 	checkup, err := locker.Check(context.Background(), 300*time.Millisecond)

@@ -52,7 +52,11 @@ func ExampleElection_Lead() {
 		return
 	}
 	defer c.Close()
-	e, _ := c.Election("migrations", 10*time.Second)
+	e, err := c.Election("migrations", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	err = e.Lead(context.Background(), "worker-3", func(ctx context.Context, t *redlock.Term) error {
 		fmt.Println("running the migrations as", t.Value())
 		return nil // pass t.Term() to the database to refuse a deposed leader's writes
@@ -73,12 +77,20 @@ func ExampleElection_Observe() {
 		return
 	}
 	defer c.Close()
-	e, _ := c.Election("scheduler", 10*time.Second)
+	e, err := c.Election("scheduler", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	changes := e.Observe(ctx)
 	fmt.Printf("%+v\n", <-changes)
-	term, _ := e.Campaign(ctx, "a")
+	term, err := e.Campaign(ctx, "a")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	l := <-changes
 	fmt.Println(l.Value, l.Term == term.Term())
 	term.Proclaim(ctx, "b")
@@ -103,7 +115,11 @@ func ExampleClient_Inspect() {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	l, _ := c.Lock(ctx, "invoices", 10*time.Second)
+	l, err := c.Lock(ctx, "invoices", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	// Lock returns once a quorum holds the key; the last node takes it a moment later.
 	var in redlock.Inspection
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
@@ -127,13 +143,21 @@ func ExampleClient_Inspect() {
 func ExampleClient_Election() {
 	nodes, stop := masters(3)
 	defer stop()
-	c, _ := redlock.New(nodes)
+	c, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
 	ctx := context.Background()
 
 	e, err := c.Election("reports", 10*time.Second)
 	fmt.Println("election:", err)
-	term, _ := e.Campaign(ctx, "worker-1")
+	term, err := e.Campaign(ctx, "worker-1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	lock, err := c.TryLock(ctx, "reports", 10*time.Second)
 	fmt.Println("a lock of the same name:", err)
 	lock.Unlock(ctx)
@@ -151,14 +175,30 @@ func ExampleClient_Election() {
 func ExampleElection_TryCampaign() {
 	nodes, stop := masters(3)
 	defer stop()
-	first, _ := redlock.New(nodes)
+	first, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer first.Close()
-	second, _ := redlock.New(nodes)
+	second, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer second.Close()
 	ctx := context.Background()
 
-	e1, _ := first.Election("scheduler", 10*time.Second)
-	e2, _ := second.Election("scheduler", 10*time.Second)
+	e1, err := first.Election("scheduler", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	e2, err := second.Election("scheduler", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	term, err := e1.TryCampaign(ctx, "10.0.0.7:8080")
 	fmt.Println("first:", err)
 	_, err = e2.TryCampaign(ctx, "10.0.0.8:8080")
@@ -177,14 +217,26 @@ func ExampleElection_TryCampaign() {
 func ExampleElection_Leader() {
 	nodes, stop := masters(3)
 	defer stop()
-	c, _ := redlock.New(nodes)
+	c, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
 	ctx := context.Background()
-	e, _ := c.Election("scheduler", 10*time.Second)
+	e, err := c.Election("scheduler", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	_, err := e.Leader(ctx)
+	_, err = e.Leader(ctx)
 	fmt.Println("before:", errors.Is(err, redlock.ErrNoLeader))
-	term, _ := e.Campaign(ctx, "10.0.0.7:8080")
+	term, err := e.Campaign(ctx, "10.0.0.7:8080")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	l, err := e.Leader(ctx)
 	fmt.Println("now:", l.Value, l.Term == term.Term(), err)
 	term.Resign(ctx)
@@ -200,14 +252,30 @@ func ExampleElection_Leader() {
 func ExampleTerm_Proclaim() {
 	nodes, stop := masters(3)
 	defer stop()
-	c, _ := redlock.New(nodes)
+	c, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
 	ctx := context.Background()
-	e, _ := c.Election("scheduler", 10*time.Second)
+	e, err := c.Election("scheduler", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	term, _ := e.Campaign(ctx, "10.0.0.7:8080")
+	term, err := e.Campaign(ctx, "10.0.0.7:8080")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("proclaim:", term.Proclaim(ctx, "10.0.0.7:9090"))
-	l, _ := e.Leader(ctx)
+	l, err := e.Leader(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("value:", term.Value(), l.Value, "same term:", l.Term == term.Term())
 	term.Resign(ctx)
 	// Output:
@@ -219,24 +287,50 @@ func ExampleTerm_Proclaim() {
 func ExampleTerm_Resign() {
 	nodes, stop := masters(3)
 	defer stop()
-	first, _ := redlock.New(nodes)
+	first, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer first.Close()
-	second, _ := redlock.New(nodes)
+	second, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer second.Close()
 	ctx := context.Background()
-	e1, _ := first.Election("scheduler", 10*time.Second)
-	e2, _ := second.Election("scheduler", 10*time.Second)
+	e1, err := first.Election("scheduler", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	e2, err := second.Election("scheduler", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	term, _ := e1.Campaign(ctx, "a")
+	term, err := e1.Campaign(ctx, "a")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("valid for up to 10s:", time.Until(term.Until()) <= 10*time.Second)
 	next := make(chan *redlock.Term)
 	go func() {
-		t, _ := e2.Campaign(ctx, "b") // leads once the first resigns
+		t, err := e2.Campaign(ctx, "b") // leads once the first resigns
+		if err != nil {
+			fmt.Println(err)
+		}
 		next <- t
 	}()
 	fmt.Println("resign:", term.Resign(ctx))
 	<-term.Lost()
 	t := <-next
+	if t == nil {
+		return
+	}
 	fmt.Println("next leader:", t.Value(), "in a later term:", t.Term() > term.Term())
 	fmt.Println("resign again:", errors.Is(term.Resign(ctx), redlock.ErrNotHeld))
 	t.Resign(ctx)
@@ -252,15 +346,31 @@ func ExampleTerm_Resign() {
 func ExampleTerm_Term() {
 	nodes, stop := masters(3)
 	defer stop()
-	c, _ := redlock.New(nodes)
+	c, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
 	ctx := context.Background()
-	e, _ := c.Election("scheduler", 10*time.Second)
+	e, err := c.Election("scheduler", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	store := &fencedStore{}
 
-	old, _ := e.Campaign(ctx, "a")
+	old, err := e.Campaign(ctx, "a")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	old.Resign(ctx) // as if its term had been lost without its knowing
-	current, _ := e.Campaign(ctx, "b")
+	current, err := e.Campaign(ctx, "b")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("b writes:", store.Write(current.Term(), "from b"))
 	fmt.Println("a writes late: refused =", store.Write(old.Term(), "from a") != nil)
 	current.Resign(ctx)
@@ -274,12 +384,24 @@ func ExampleTerm_Term() {
 func ExampleTerm_Value() {
 	nodes, stop := masters(3)
 	defer stop()
-	c, _ := redlock.New(nodes)
+	c, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
 	ctx := context.Background()
-	e, _ := c.Election("scheduler", 10*time.Second)
+	e, err := c.Election("scheduler", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	term, _ := e.Campaign(ctx, "10.0.0.7:8080")
+	term, err := e.Campaign(ctx, "10.0.0.7:8080")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(term.Value(), "until within the ttl:", time.Until(term.Until()) <= 10*time.Second)
 	term.Resign(ctx)
 	// Output: 10.0.0.7:8080 until within the ttl: true

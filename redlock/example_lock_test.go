@@ -17,7 +17,11 @@ import (
 func ExampleClient_TryLockAll() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
@@ -40,11 +44,19 @@ func ExampleClient_TryLockAll() {
 func ExampleLock_KeepAlive() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	lock, _ := locker.Lock(ctx, "import", 500*time.Millisecond)
+	lock, err := locker.Lock(ctx, "import", 500*time.Millisecond)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	if err := lock.KeepAlive(500 * time.Millisecond); err != nil {
 		fmt.Println(err)
 		return
@@ -69,18 +81,30 @@ func ExampleLock_Orphan() {
 	nodes, stop := masters(3)
 	defer stop()
 	ctx := context.Background()
-	scheduler, _ := redlock.New(nodes)
-	other, _ := redlock.New(nodes)
+	scheduler, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	other, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer other.Close()
 
-	mark, _ := scheduler.Lock(ctx, "report:2026-01-02T15", 300*time.Millisecond)
+	mark, err := scheduler.Lock(ctx, "report:2026-01-02T15", 300*time.Millisecond)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("orphaned:", mark.Orphan(ctx))
 	scheduler.Close() // leaves the mark too
 	_, open := <-mark.Lost()
 	fmt.Println("ended:", !open, "Err:", mark.Err())
 	fmt.Println("Unlock:", errors.Is(mark.Unlock(ctx), redlock.ErrNotHeld))
 
-	_, err := other.TryLock(ctx, "report:2026-01-02T15", 300*time.Millisecond)
+	_, err = other.TryLock(ctx, "report:2026-01-02T15", 300*time.Millisecond)
 	fmt.Println("another run is refused:", errors.Is(err, redlock.ErrNotAcquired))
 	again, err := other.Lock(ctx, "report:2026-01-02T15", 300*time.Millisecond)
 	fmt.Println("once the mark expired:", err, time.Now().After(mark.Until()))
@@ -98,15 +122,27 @@ func ExampleLock_Orphan() {
 func ExampleLock_Err() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	ctx := context.Background()
 
-	short, _ := locker.Lock(ctx, "short", 100*time.Millisecond)
+	short, err := locker.Lock(ctx, "short", 100*time.Millisecond)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("while held:", short.Err())
 	<-short.Lost() // its validity passed without an Extend
 	fmt.Println("lost:", errors.Is(short.Err(), redlock.ErrNotHeld))
 
-	long, _ := locker.Lock(ctx, "long", 10*time.Second)
+	long, err := locker.Lock(ctx, "long", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	locker.Close()
 	fmt.Println("after Close:", errors.Is(long.Err(), redlock.ErrClosed))
 	// Output:
@@ -120,18 +156,38 @@ func ExampleLock_Fence() {
 	nodes, stop := masters(3)
 	defer stop()
 	ctx := context.Background()
-	fenced, _ := redlock.New(nodes, redlock.WithFencing())
+	fenced, err := redlock.New(nodes, redlock.WithFencing())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer fenced.Close()
-	plain, _ := redlock.New(nodes)
+	plain, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer plain.Close()
 
-	first, _ := fenced.Lock(ctx, "stock", 10*time.Second)
+	first, err := fenced.Lock(ctx, "stock", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	first.Unlock(ctx)
-	second, _ := fenced.Lock(ctx, "stock", 10*time.Second)
+	second, err := fenced.Lock(ctx, "stock", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("first > 0:", first.Fence() > 0, "second > first:", second.Fence() > first.Fence())
 	second.Unlock(ctx)
 
-	unfenced, _ := plain.Lock(ctx, "other", 10*time.Second)
+	unfenced, err := plain.Lock(ctx, "other", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("without WithFencing:", unfenced.Fence())
 	unfenced.Unlock(ctx)
 	// Output:
@@ -145,12 +201,28 @@ func ExampleClient_Close() {
 	nodes, stop := masters(3)
 	defer stop()
 	ctx := context.Background()
-	other, _ := redlock.New(nodes)
+	other, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer other.Close()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	daily, _ := locker.Lock(ctx, "daily", time.Minute)
-	report, _ := other.Lock(ctx, "report", time.Minute)
+	daily, err := locker.Lock(ctx, "daily", time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	report, err := other.Lock(ctx, "report", time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	waited := make(chan error)
 	go func() {
 		_, err := locker.Lock(ctx, "report", time.Minute) // waits for other's lock
@@ -298,11 +370,19 @@ func ExampleNew() {
 func ExampleLock_Token() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	lock, _ := locker.Lock(ctx, "orders:42", 10*time.Second)
+	lock, err := locker.Lock(ctx, "orders:42", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("key:", lock.Key(), "keys:", lock.Keys())
 	// Lock returns once a quorum holds the key: at least 2 of the 3 nodes store the token.
 	holding := 0
@@ -315,11 +395,19 @@ func ExampleLock_Token() {
 	fmt.Println("valid for less than the ttl:", time.Until(lock.Until()) < 10*time.Second)
 	lock.Unlock(ctx)
 
-	again, _ := locker.Lock(ctx, "orders:42", 10*time.Second)
+	again, err := locker.Lock(ctx, "orders:42", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("a new token each time:", again.Token() != lock.Token())
 	again.Unlock(ctx)
 
-	both, _ := locker.LockAll(ctx, []string{"a", "b"}, 10*time.Second)
+	both, err := locker.LockAll(ctx, []string{"a", "b"}, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("LockAll:", both.Key(), both.Keys())
 	both.Unlock(ctx)
 	// Output:
@@ -335,7 +423,11 @@ func ExampleLock_Token() {
 func ExampleNodeError() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
@@ -369,12 +461,24 @@ func ExampleNodeError() {
 func ExampleTerm_Lost() {
 	nodes, stop := masters(3)
 	defer stop()
-	c, _ := redlock.New(nodes)
+	c, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
 	ctx := context.Background()
-	e, _ := c.Election("scheduler", 300*time.Millisecond)
+	e, err := c.Election("scheduler", 300*time.Millisecond)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	term, _ := e.Campaign(ctx, "a")
+	term, err := e.Campaign(ctx, "a")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	for _, n := range nodes {
 		n.FlushAll(ctx)
 	}
@@ -392,12 +496,20 @@ func ExampleTerm_Lost() {
 func ExampleLock_Until() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes, redlock.WithDriftFactor(0.01))
+	locker, err := redlock.New(nodes, redlock.WithDriftFactor(0.01))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
 	before := time.Now()
-	lock, _ := locker.Lock(ctx, "import", 10*time.Second)
+	lock, err := locker.Lock(ctx, "import", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	after := time.Now()
 	// The attempt's start + the ttl less the drift allowance: 10 s - (10 s × 0.01 + 2 ms).
 	const valid = 9898 * time.Millisecond
@@ -411,14 +523,26 @@ func ExampleLock_Until() {
 func ExampleLock_Keys() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes, redlock.WithKeyPrefix("app:"))
+	locker, err := redlock.New(nodes, redlock.WithKeyPrefix("app:"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	one, _ := locker.Lock(ctx, "orders:42", 10*time.Second)
+	one, err := locker.Lock(ctx, "orders:42", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(one.Key(), one.Keys())
 	one.Unlock(ctx)
-	all, _ := locker.LockAll(ctx, []string{"{order:7}:stock", "{order:7}:invoice"}, 10*time.Second)
+	all, err := locker.LockAll(ctx, []string{"{order:7}:stock", "{order:7}:invoice"}, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(all.Key(), all.Keys())
 	all.Unlock(ctx)
 	// Output:

@@ -64,7 +64,11 @@ func ExampleWithLogger() {
 			return a
 		},
 	}))
-	holder, _ := redlock.New(nodes)
+	holder, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer holder.Close()
 	locker, err := redlock.New(nodes, redlock.WithLogger(logger))
 	if err != nil {
@@ -74,7 +78,11 @@ func ExampleWithLogger() {
 	defer locker.Close()
 	ctx := context.Background()
 
-	held, _ := holder.Lock(ctx, "report", 10*time.Second)
+	held, err := holder.Lock(ctx, "report", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	_, err = locker.TryLock(ctx, "report", 10*time.Second)
 	fmt.Println("refused:", errors.Is(err, redlock.ErrNotAcquired))
 	held.Unlock(ctx)
@@ -103,7 +111,11 @@ func ExampleWithObserver() {
 	defer locker.Close()
 	ctx := context.Background()
 
-	lock, _ := locker.TryLock(ctx, "report", 10*time.Second)
+	lock, err := locker.TryLock(ctx, "report", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	lock.Unlock(ctx)
 	h := <-ended
 	fmt.Println("a", h.Kind, "lock ended; lost:", h.Lost)
@@ -120,8 +132,16 @@ func ExampleWithRetryDelay() {
 	defer stop()
 	ctx := context.Background()
 
-	crashed, _ := redlock.New(nodes)
-	gone, _ := crashed.Lock(ctx, "report", 300*time.Millisecond)
+	crashed, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	gone, err := crashed.Lock(ctx, "report", 300*time.Millisecond)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	gone.Orphan(ctx) // left to expire, as a crash leaves it
 	crashed.Close()
 
@@ -232,7 +252,11 @@ func ExampleWithClock() {
 	defer locker.Close()
 	ctx := context.Background()
 
-	lock, _ := locker.Lock(ctx, "report", 10*time.Second)
+	lock, err := locker.Lock(ctx, "report", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("valid until", lock.Until().Format("15:04:05.000"))
 	lock.Unlock(ctx)
 	// Output: valid until 15:04:14.898
@@ -252,7 +276,11 @@ func ExampleWithDriftFactor() {
 			fmt.Println(err)
 			return
 		}
-		lock, _ := locker.Lock(ctx, "report", 10*time.Second)
+		lock, err := locker.Lock(ctx, "report", 10*time.Second)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
 		fmt.Printf("drift factor %v: valid for %v\n", f, lock.Until().Sub(start))
 		lock.Unlock(ctx)
 		locker.Close()
@@ -278,9 +306,17 @@ func ExampleWithOwner() {
 	defer locker.Close()
 	ctx := context.Background()
 
-	lock, _ := locker.Lock(ctx, "invoices", 10*time.Second)
+	lock, err := locker.Lock(ctx, "invoices", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("token ends with the owner:", strings.HasSuffix(lock.Token(), "~billing-7"))
-	in, _ := locker.Inspect(ctx, "invoices")
+	in, err := locker.Inspect(ctx, "invoices")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("held:", in.Held, "by", in.Owner)
 	lock.Unlock(ctx)
 

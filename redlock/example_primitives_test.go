@@ -13,11 +13,19 @@ import (
 func ExampleRWMutex_RLock() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	doc, _ := locker.RWMutex("doc:7")
+	doc, err := locker.RWMutex("doc:7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	r1, err := doc.RLock(ctx, 10*time.Second)
 	fmt.Println("first reader:", err)
 	r2, err := doc.RLock(ctx, 10*time.Second)
@@ -33,13 +41,25 @@ func ExampleRWMutex_RLock() {
 func ExampleRWMutex_TryRLock() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	doc, _ := locker.RWMutex("doc:7")
-	w, _ := doc.Lock(ctx, 10*time.Second)
-	_, err := doc.TryRLock(ctx, 10*time.Second)
+	doc, err := locker.RWMutex("doc:7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	w, err := doc.Lock(ctx, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = doc.TryRLock(ctx, 10*time.Second)
 	fmt.Println("while a writer holds it:", errors.Is(err, redlock.ErrNotAcquired))
 	w.Unlock(ctx)
 	r, err := doc.TryRLock(ctx, 10*time.Second)
@@ -54,12 +74,24 @@ func ExampleRWMutex_TryRLock() {
 func ExampleRWMutex_Lock() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	doc, _ := locker.RWMutex("doc:7")
-	reader, _ := doc.RLock(ctx, 10*time.Second)
+	doc, err := locker.RWMutex("doc:7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	reader, err := doc.RLock(ctx, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	wrote := make(chan *redlock.Lock)
 	go func() {
 		w, err := doc.Lock(ctx, 10*time.Second)
@@ -81,13 +113,25 @@ func ExampleRWMutex_Lock() {
 func ExampleRWMutex_TryLock() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	doc, _ := locker.RWMutex("doc:7")
-	r, _ := doc.RLock(ctx, 10*time.Second)
-	_, err := doc.TryLock(ctx, 10*time.Second)
+	doc, err := locker.RWMutex("doc:7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := doc.RLock(ctx, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = doc.TryLock(ctx, 10*time.Second)
 	fmt.Println("while a reader holds it:", errors.Is(err, redlock.ErrNotAcquired))
 	r.Unlock(ctx)
 	w, err := doc.TryLock(ctx, 10*time.Second)
@@ -102,12 +146,20 @@ func ExampleRWMutex_TryLock() {
 func ExampleRWMutex_Do() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	doc, _ := locker.RWMutex("doc:7")
-	err := doc.Do(ctx, 10*time.Second, func(context.Context) error {
+	doc, err := locker.RWMutex("doc:7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = doc.Do(ctx, 10*time.Second, func(context.Context) error {
 		// Another reader: its context does not carry the lock, as fn's does.
 		_, err := doc.TryRLock(ctx, 10*time.Second)
 		fmt.Println("a reader while writing:", errors.Is(err, redlock.ErrNotAcquired))
@@ -123,12 +175,20 @@ func ExampleRWMutex_Do() {
 func ExampleRWMutex_RDo() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	doc, _ := locker.RWMutex("doc:7")
-	err := doc.RDo(ctx, 10*time.Second, func(context.Context) error {
+	doc, err := locker.RWMutex("doc:7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = doc.RDo(ctx, 10*time.Second, func(context.Context) error {
 		// Other callers: their context does not carry the lock, as fn's does.
 		other, err := doc.TryRLock(ctx, 10*time.Second)
 		fmt.Println("another reader:", err)
@@ -150,13 +210,29 @@ func ExampleSemaphore_Lock() {
 	defer stop()
 	// A holder needs 4 of the 5 nodes here: a generous node timeout keeps a busy machine
 	// (under -race) from costing one of them.
-	locker, _ := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
+	locker, err := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	exports, _ := locker.Semaphore("exports", 2)
-	first, _ := exports.Lock(ctx, 10*time.Second)
-	second, _ := exports.Lock(ctx, 10*time.Second)
+	exports, err := locker.Semaphore("exports", 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	first, err := exports.Lock(ctx, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	second, err := exports.Lock(ctx, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	third := make(chan *redlock.Lock)
 	go func() {
 		l, err := exports.Lock(ctx, 10*time.Second) // waits: both permits are taken
@@ -179,11 +255,19 @@ func ExampleSemaphore_Lock() {
 func ExampleSemaphore_TryLock() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	single, _ := locker.Semaphore("backup", 1)
+	single, err := locker.Semaphore("backup", 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	held, err := single.TryLock(ctx, 10*time.Second)
 	fmt.Println("first:", err)
 	_, err = single.TryLock(ctx, 10*time.Second)
@@ -198,12 +282,20 @@ func ExampleSemaphore_TryLock() {
 func ExampleSemaphore_Do() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	exports, _ := locker.Semaphore("exports", 2)
-	err := exports.Do(ctx, 10*time.Second, func(ctx context.Context) error {
+	exports, err := locker.Semaphore("exports", 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = exports.Do(ctx, 10*time.Second, func(ctx context.Context) error {
 		fmt.Println("exporting")
 		return nil
 	})
@@ -218,17 +310,33 @@ func ExampleSemaphore_Do() {
 func ExampleSemaphore_Quorum() {
 	five, stop := masters(5)
 	defer stop()
-	locker, _ := redlock.New(five)
+	locker, err := redlock.New(five)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	for permits := 1; permits <= 4; permits++ {
-		s, _ := locker.Semaphore("exports", permits)
+		s, err := locker.Semaphore("exports", permits)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
 		fmt.Printf("5 nodes, %d permits: a holder needs %d nodes\n", permits, s.Quorum())
 	}
 	nine, stop9 := masters(9)
 	defer stop9()
-	bigger, _ := redlock.New(nine)
+	bigger, err := redlock.New(nine)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer bigger.Close()
-	s, _ := bigger.Semaphore("exports", 2)
+	s, err := bigger.Semaphore("exports", 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Printf("9 nodes, 2 permits: a holder needs %d nodes\n", s.Quorum())
 	// Output:
 	// 5 nodes, 1 permits: a holder needs 3 nodes

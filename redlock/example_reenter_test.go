@@ -18,7 +18,11 @@ import (
 func ExampleLock_Context() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
@@ -29,15 +33,23 @@ func ExampleLock_Context() {
 			return nil
 		})
 	}
-	err := locker.Do(ctx, "account:7", 10*time.Second, func(ctx context.Context) error {
+	err = locker.Do(ctx, "account:7", 10*time.Second, func(ctx context.Context) error {
 		fmt.Println("transferring from account 7")
 		return audit(ctx) // ctx carries the lock: audit re-enters it, sending nothing
 	})
 	fmt.Println("transfer:", err)
 
 	// Outside Do, Lock.Context puts the lock in a context.
-	lock, _ := locker.Lock(ctx, "account:7", 10*time.Second)
-	inner, _ := locker.TryLock(lock.Context(ctx), "account:7", 10*time.Second)
+	lock, err := locker.Lock(ctx, "account:7", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	inner, err := locker.TryLock(lock.Context(ctx), "account:7", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("the same lock:", inner.Token() == lock.Token())
 	fmt.Println("inner Unlock only counts down:", inner.Unlock(ctx))
 	_, err = locker.TryLock(ctx, "account:7", 10*time.Second)
@@ -63,7 +75,11 @@ func ExampleLock_Context() {
 func ExampleLock_Orphan_atMostOnce() {
 	nodes, stop := masters(5)
 	defer stop()
-	locker, _ := redlock.New(nodes) // node timeout 100ms
+	locker, err := redlock.New(nodes) // node timeout 100ms
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 
 	submit := func(ctx context.Context, token string) (accepted bool, err error) {

@@ -64,12 +64,20 @@ func Example() {
 func ExampleClient_TryLock() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	first, _ := locker.Lock(ctx, "report", 10*time.Second)
-	_, err := locker.TryLock(ctx, "report", 10*time.Second)
+	first, err := locker.Lock(ctx, "report", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = locker.TryLock(ctx, "report", 10*time.Second)
 	fmt.Println("second attempt:", errors.Is(err, redlock.ErrNotAcquired))
 
 	// The error wraps a *NodeError for each node that did not say yes.
@@ -86,16 +94,24 @@ func ExampleClient_TryLock() {
 func ExampleClient_Lock_timeout() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 
-	held, _ := locker.TryLock(context.Background(), "nightly-job", time.Minute)
+	held, err := locker.TryLock(context.Background(), "nightly-job", time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer held.Unlock(context.Background())
 
 	// Lock retries until the context ends; the error says both what and why.
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := locker.Lock(ctx, "nightly-job", time.Minute)
+	_, err = locker.Lock(ctx, "nightly-job", time.Minute)
 	fmt.Println(errors.Is(err, redlock.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded))
 	// Output: true true
 }
@@ -103,11 +119,19 @@ func ExampleClient_Lock_timeout() {
 func ExampleLock_Extend() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	lock, _ := locker.Lock(ctx, "import", 2*time.Second)
+	lock, err := locker.Lock(ctx, "import", 2*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	before := lock.Until()
 	if err := lock.Extend(ctx, 30*time.Second); err != nil {
 		fmt.Println("lost the lock:", errors.Is(err, redlock.ErrNotHeld))
@@ -121,11 +145,19 @@ func ExampleLock_Extend() {
 func ExampleLock_Unlock() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	lock, _ := locker.Lock(ctx, "cache-rebuild", 10*time.Second)
+	lock, err := locker.Lock(ctx, "cache-rebuild", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(lock.Unlock(ctx))
 	// A lock is released once; a second Unlock never touches a later owner's key.
 	fmt.Println(errors.Is(lock.Unlock(ctx), redlock.ErrNotHeld))
@@ -137,12 +169,16 @@ func ExampleLock_Unlock() {
 func ExampleClient_Do() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 
 	// The lock is extended while fn runs and released when it returns. If it cannot be kept,
 	// ctx is cancelled with cause ErrNotHeld and Do's error wraps ErrNotHeld.
-	err := locker.Do(context.Background(), "nightly-report", 2*time.Second, func(ctx context.Context) error {
+	err = locker.Do(context.Background(), "nightly-report", 2*time.Second, func(ctx context.Context) error {
 		fmt.Println("building the report")
 		return nil
 	})
@@ -155,10 +191,18 @@ func ExampleClient_Do() {
 func ExampleLock_Lost() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 
-	lock, _ := locker.Lock(context.Background(), "k", 100*time.Millisecond)
+	lock, err := locker.Lock(context.Background(), "k", 100*time.Millisecond)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	select {
 	case <-lock.Lost():
 		fmt.Println("lost: the validity passed without an Extend")
@@ -189,21 +233,33 @@ func (s *fencedStore) Write(token uint64, value string) error {
 func ExampleWithFencing() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes, redlock.WithFencing())
+	locker, err := redlock.New(nodes, redlock.WithFencing())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 	store := &fencedStore{}
 
 	// Client A takes the lock, then stalls (a GC pause, a stopped VM) past its validity.
-	a, _ := locker.Lock(ctx, "stock", 50*time.Millisecond)
+	a, err := locker.Lock(ctx, "stock", 50*time.Millisecond)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	<-a.Lost()
 
 	// Meanwhile client B acquires the lock and writes with its larger token.
-	b, _ := locker.Lock(ctx, "stock", 10*time.Second)
+	b, err := locker.Lock(ctx, "stock", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("B writes:", store.Write(b.Fence(), "from B"))
 
 	// A wakes up, unaware, and writes: the store refuses it.
-	err := store.Write(a.Fence(), "from A")
+	err = store.Write(a.Fence(), "from A")
 	fmt.Println("A writes: refused =", err != nil)
 	fmt.Println("store holds:", store.value)
 	b.Unlock(ctx)
@@ -218,17 +274,33 @@ func ExampleClient_Semaphore() {
 	defer stop()
 	// A holder needs 4 of the 5 nodes here: a generous node timeout keeps a first call on a
 	// cold connection (under -race, on a busy machine) from costing one of them.
-	locker, _ := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
+	locker, err := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
 	// At most 2 holders at once, however the nodes are split between contenders: each holder
 	// needs 4 of the 5 nodes, not a majority.
-	exports, _ := locker.Semaphore("exports", 2)
+	exports, err := locker.Semaphore("exports", 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("nodes a holder needs:", exports.Quorum())
-	first, _ := exports.TryLock(ctx, 10*time.Second)
-	second, _ := exports.TryLock(ctx, 10*time.Second)
-	_, err := exports.TryLock(ctx, 10*time.Second)
+	first, err := exports.TryLock(ctx, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	second, err := exports.TryLock(ctx, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = exports.TryLock(ctx, 10*time.Second)
 	fmt.Println("a third holder:", errors.Is(err, redlock.ErrNotAcquired))
 
 	first.Unlock(ctx)
@@ -245,12 +317,24 @@ func ExampleClient_Semaphore() {
 func ExampleClient_RWMutex() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
-	doc, _ := locker.RWMutex("doc:7")
-	r1, _ := doc.RLock(ctx, 10*time.Second)
+	doc, err := locker.RWMutex("doc:7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r1, err := doc.RLock(ctx, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	r2, err := doc.TryRLock(ctx, 10*time.Second)
 	fmt.Println("readers share:", err)
 	_, err = doc.TryLock(ctx, 10*time.Second)
@@ -273,7 +357,11 @@ func ExampleClient_RWMutex() {
 func ExampleClient_LockAll() {
 	nodes, stop := masters(3)
 	defer stop()
-	locker, _ := redlock.New(nodes)
+	locker, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 	ctx := context.Background()
 
@@ -300,13 +388,25 @@ func ExampleClient_Resume() {
 	ctx := context.Background()
 
 	// One process takes the lock and hands its token on (to a child, or across a restart).
-	parent, _ := redlock.New(nodes)
+	parent, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer parent.Close()
-	lock, _ := parent.Lock(ctx, "migration", 10*time.Second)
+	lock, err := parent.Lock(ctx, "migration", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	token := lock.Token()
 
 	// Another process, with its own Client, takes it over: it extends and unlocks it.
-	child, _ := redlock.New(nodes)
+	child, err := redlock.New(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer child.Close()
 	taken, err := child.Resume(ctx, "migration", token, 30*time.Second)
 	fmt.Println("resumed:", err)

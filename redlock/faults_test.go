@@ -25,23 +25,24 @@ import (
 func TestDoPanicReleasesTheLock(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 10 * time.Second
-	type hold func(c *redlock.Client, fn func(context.Context) error) error
-	type try func(c *redlock.Client) (*redlock.Lock, error)
-	sem := func(c *redlock.Client) *redlock.Semaphore { s, _ := c.Semaphore("job", 1); return s }
-	rw := func(c *redlock.Client) *redlock.RWMutex { m, _ := c.RWMutex("job"); return m }
+	type body = func(context.Context) error
+	type hold func(t *testing.T, c *redlock.Client, fn body) error
+	type try func(t *testing.T, c *redlock.Client) (*redlock.Lock, error)
+	sem := func(t *testing.T, c *redlock.Client) *redlock.Semaphore { return semaphore(t, c, "job", 1) }
+	rw := func(t *testing.T, c *redlock.Client) *redlock.RWMutex { return rwMutex(t, c, "job") }
 	for _, tc := range []struct {
 		name string
 		do   hold
 		try  try
 	}{
-		{"Client.Do", func(c *redlock.Client, fn func(context.Context) error) error { return c.Do(ctx, "job", ttl, fn) },
-			func(c *redlock.Client) (*redlock.Lock, error) { return c.TryLock(ctx, "job", ttl) }},
-		{"Semaphore.Do", func(c *redlock.Client, fn func(context.Context) error) error { return sem(c).Do(ctx, ttl, fn) },
-			func(c *redlock.Client) (*redlock.Lock, error) { return sem(c).TryLock(ctx, ttl) }},
-		{"RWMutex.Do", func(c *redlock.Client, fn func(context.Context) error) error { return rw(c).Do(ctx, ttl, fn) },
-			func(c *redlock.Client) (*redlock.Lock, error) { return rw(c).TryLock(ctx, ttl) }},
-		{"RWMutex.RDo", func(c *redlock.Client, fn func(context.Context) error) error { return rw(c).RDo(ctx, ttl, fn) },
-			func(c *redlock.Client) (*redlock.Lock, error) { return rw(c).TryLock(ctx, ttl) }},
+		{"Client.Do", func(_ *testing.T, c *redlock.Client, fn body) error { return c.Do(ctx, "job", ttl, fn) },
+			func(_ *testing.T, c *redlock.Client) (*redlock.Lock, error) { return c.TryLock(ctx, "job", ttl) }},
+		{"Semaphore.Do", func(t *testing.T, c *redlock.Client, fn body) error { return sem(t, c).Do(ctx, ttl, fn) },
+			func(t *testing.T, c *redlock.Client) (*redlock.Lock, error) { return sem(t, c).TryLock(ctx, ttl) }},
+		{"RWMutex.Do", func(t *testing.T, c *redlock.Client, fn body) error { return rw(t, c).Do(ctx, ttl, fn) },
+			func(t *testing.T, c *redlock.Client) (*redlock.Lock, error) { return rw(t, c).TryLock(ctx, ttl) }},
+		{"RWMutex.RDo", func(t *testing.T, c *redlock.Client, fn body) error { return rw(t, c).RDo(ctx, ttl, fn) },
+			func(t *testing.T, c *redlock.Client) (*redlock.Lock, error) { return rw(t, c).TryLock(ctx, ttl) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ms := redistest.Minis(t, 3)
@@ -58,12 +59,12 @@ func TestDoPanicReleasesTheLock(t *testing.T) {
 			var got any
 			func() {
 				defer func() { got = recover() }()
-				tc.do(a, func(context.Context) error { panic("boom") })
+				tc.do(t, a, func(context.Context) error { panic("boom") })
 			}()
 			if got != "boom" {
 				t.Fatalf("recovered %v, want the panic of fn", got)
 			}
-			l, err := tc.try(b)
+			l, err := tc.try(t, b)
 			if err != nil {
 				t.Fatalf("another Client cannot take the lock after fn panicked: %v", err)
 			}

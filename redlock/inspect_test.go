@@ -66,18 +66,27 @@ func TestRealServersInspect(t *testing.T) {
 func TestInspectPrimitives(t *testing.T) {
 	_, c := cluster(t, 3, redlock.WithOwner("job"))
 	ctx := context.Background()
-	s, _ := c.Semaphore("pool", 2)
-	a, _ := s.TryLock(ctx, time.Minute)
-	b, _ := s.TryLock(ctx, time.Minute)
+	s := semaphore(t, c, "pool", 2)
+	a, err := s.TryLock(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.TryLock(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	redistest.Eventually(t, "both holders on a quorum", func() bool {
 		in, err := c.Inspect(ctx, "pool")
 		return err == nil && in.Held && (in.Token == a.Token()+","+b.Token() || in.Token == b.Token()+","+a.Token())
 	})
-	in, _ := c.Inspect(ctx, "pool")
+	in, err := c.Inspect(ctx, "pool")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if in.Owner != "job,job" {
 		t.Fatalf("owners %q", in.Owner)
 	}
-	m, _ := c.RWMutex("doc")
+	m := rwMutex(t, c, "doc")
 	w, err := m.TryLock(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)

@@ -241,11 +241,11 @@ func TestRealServersExpiredLockTakenOver(t *testing.T) {
 		t.Fatalf("Unlock of the expired lock: %v, want ErrNotHeld", err)
 	}
 	for i, n := range nodes {
-		if got, _ := n.Get(ctx, "k").Result(); got != second.Token() {
-			t.Fatalf("node %d holds %q, want the new holder's token", i, got)
+		if got, err := n.Get(ctx, "k").Result(); err != nil || got != second.Token() {
+			t.Fatalf("node %d holds %q (%v), want the new holder's token", i, got, err)
 		}
-		if ttl, _ := n.PTTL(ctx, "k").Result(); ttl < 50*time.Second {
-			t.Fatalf("node %d: the new holder's ttl was changed to %v", i, ttl)
+		if ttl, err := n.PTTL(ctx, "k").Result(); err != nil || ttl < 50*time.Second {
+			t.Fatalf("node %d: the new holder's ttl was changed to %v (%v)", i, ttl, err)
 		}
 	}
 	if err := second.Unlock(ctx); err != nil {

@@ -186,7 +186,11 @@ func TestRealServersDoLosesLockWhenMajorityStops(t *testing.T) {
 			s.Pause(t)
 		}
 		redistest.Receive(t, "fn's context done once a majority of nodes stopped", ctx.Done())
-		pttl, _ = nodes[4].PTTL(context.Background(), "job").Result()
+		p, err := nodes[4].PTTL(context.Background(), "job").Result()
+		if err != nil {
+			t.Fatalf("PTTL of job on a running node: %v", err)
+		}
+		pttl = p
 		cause = context.Cause(ctx)
 		return nil
 	})

@@ -67,14 +67,14 @@ func TestRealServersEverythingUnderThePrefix(t *testing.T) {
 		}
 		return func(ctx context.Context) (*redlock.Lock, error) { return m.Lock(ctx, 10*time.Second) }
 	}, a, b)
-	m, _ := a.RWMutex("doc")
+	m := rwMutex(t, a, "doc")
 	r, err := m.RLock(ctx, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A waiting writer that gives up takes its mark away.
 	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	mb, _ := b.RWMutex("doc")
+	mb := rwMutex(t, b, "doc")
 	if _, err := mb.Lock(wctx, 10*time.Second); err == nil {
 		t.Fatal("a writer took a lock a reader holds")
 	}
@@ -141,9 +141,9 @@ func TestCompanionKeysCannotBeNamed(t *testing.T) {
 			wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 			c.Lock(wctx, "orders", time.Minute) // queues a waiter
 			cancel()
-			s, _ := c.Semaphore("orders", 2)
+			s := semaphore(t, c, "orders", 2)
 			s.TryLock(ctx, time.Minute)
-			m, _ := c.RWMutex("orders")
+			m := rwMutex(t, c, "orders")
 			m.RLock(ctx, time.Minute)
 			wctx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
 			m.Lock(wctx, time.Minute) // marks the lock

@@ -87,7 +87,7 @@ func TestRealServersSemaphoreEverySubsetOfStoppedNodes(t *testing.T) {
 				running--
 			}
 		}
-		sem, _ := c.Semaphore(fmt.Sprintf("pool-%d", mask), 2) // late admissions stay apart
+		sem := semaphore(t, c, fmt.Sprintf("pool-%d", mask), 2) // late admissions stay apart
 		if sem.Quorum() != 4 {
 			t.Fatalf("Quorum = %d, want 4", sem.Quorum())
 		}
@@ -185,8 +185,8 @@ func TestRealServersRWMutexWriterNotStarvedByReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer writerClient.Close()
-	rrw, _ := readersClient.RWMutex("doc")
-	wrw, _ := writerClient.RWMutex("doc")
+	rrw := rwMutex(t, readersClient, "doc")
+	wrw := rwMutex(t, writerClient, "doc")
 	stream, stop := context.WithCancel(context.Background())
 	var readers atomic.Int64
 	var wg sync.WaitGroup

@@ -13,6 +13,26 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
+// semaphore returns c.Semaphore(key, permits), failing t if it refuses them.
+func semaphore(t testing.TB, c *redlock.Client, key string, permits int) *redlock.Semaphore {
+	t.Helper()
+	s, err := c.Semaphore(key, permits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// rwMutex returns c.RWMutex(key), failing t if it refuses the key.
+func rwMutex(t testing.TB, c *redlock.Client, key string) *redlock.RWMutex {
+	t.Helper()
+	m, err := c.RWMutex(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestPrimitivesBadInputSendsNothing(t *testing.T) {
 	ms, c := cluster(t, 3)
 	ctx := context.Background()
@@ -83,8 +103,8 @@ func TestWaitingPrimitivesWokenByRelease(t *testing.T) {
 	waiting, watch := watchWaits()
 	_, c := cluster(t, 3, redlock.WithRetryDelay(time.Hour, time.Hour), watch)
 	ctx := context.Background()
-	sem, _ := c.Semaphore("pool", 1)
-	rw, _ := c.RWMutex("doc")
+	sem := semaphore(t, c, "pool", 1)
+	rw := rwMutex(t, c, "doc")
 	lockAll := func(keys ...string) func(context.Context, time.Duration) (*redlock.Lock, error) {
 		return func(ctx context.Context, ttl time.Duration) (*redlock.Lock, error) { return c.LockAll(ctx, keys, ttl) }
 	}
@@ -137,8 +157,8 @@ func TestWaitingPrimitivesWokenByRelease(t *testing.T) {
 func TestPrimitivesShareAKeyName(t *testing.T) {
 	_, c := cluster(t, 3)
 	ctx := context.Background()
-	sem, _ := c.Semaphore("k", 1)
-	rw, _ := c.RWMutex("k")
+	sem := semaphore(t, c, "k", 1)
+	rw := rwMutex(t, c, "k")
 	s, err := sem.TryLock(ctx, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

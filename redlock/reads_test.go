@@ -104,7 +104,10 @@ func TestReadsAnswerWithANodeKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names, _ := wire.NewNames("")
+	names, err := wire.NewNames("")
+	if err != nil {
+		t.Fatal(err)
+	}
 	k := names.Election("e")
 	redistest.Eventually(t, "every node holds the lock and the term", func() bool {
 		for _, r := range nodes {
@@ -221,10 +224,16 @@ func TestOwnerCarriedIntactOrRefused(t *testing.T) {
 	nodes := redistest.MiniClients(t, redistest.Minis(t, 3))
 	ctx := context.Background()
 	if c, err := redlock.New(nodes, redlock.WithOwner("web,1 ~x"), redlock.WithNodeTimeout(2*time.Second)); err == nil {
-		l, _ := c.TryLock(ctx, "k", time.Minute)
-		in, _ := c.Inspect(ctx, "k")
-		l.Unlock(ctx)
-		c.Close()
+		defer c.Close()
+		l, err := c.TryLock(ctx, "k", time.Minute)
+		if err != nil {
+			t.Fatalf(`WithOwner("web,1 ~x") accepted, then TryLock: %v`, err)
+		}
+		defer l.Unlock(ctx)
+		in, err := c.Inspect(ctx, "k")
+		if err != nil {
+			t.Fatalf(`WithOwner("web,1 ~x") accepted, then Inspect: %v`, err)
+		}
 		t.Fatalf(`WithOwner("web,1 ~x") accepted, and Inspect's owner is %q`, in.Owner)
 	} else if !strings.Contains(err.Error(), "comma") {
 		t.Fatalf("WithOwner with a comma: %v; want an error that says so", err)

@@ -36,7 +36,10 @@ func cluster(t *testing.T, n int, opts ...redlock.Option) ([]*miniredis.Miniredi
 
 // companion names the key of kind beside the lock of key, as a Client without a prefix does.
 func companion(kind, key string) string {
-	names, _ := wire.NewNames("")
+	names, err := wire.NewNames("")
+	if err != nil {
+		panic(err) // "" is a valid prefix
+	}
 	return names.Companion(kind, key)
 }
 

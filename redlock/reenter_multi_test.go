@@ -30,8 +30,9 @@ func TestReenterAcrossLockAndLockAll(t *testing.T) {
 	do := func(ctx context.Context, key string) (*redlock.Lock, error) {
 		var in *redlock.Lock
 		err := c.Do(ctx, key, ttl, func(ctx context.Context) error {
-			in, _ = c.TryLock(ctx, key, ttl) // re-enters Do's own lock: the handle's token is Do's
-			return nil
+			var err error
+			in, err = c.TryLock(ctx, key, ttl) // re-enters Do's own lock: the handle's token is Do's
+			return err
 		})
 		return in, err
 	}

@@ -18,8 +18,8 @@ func TestReenterRWMutex(t *testing.T) {
 	ms, c := cluster(t, 3, sent.option())
 	b := clientOn(t, ms)
 	ctx := context.Background()
-	rw, _ := c.RWMutex("doc")
-	other, _ := b.RWMutex("doc")
+	rw := rwMutex(t, c, "doc")
+	other := rwMutex(t, b, "doc")
 	w, err := rw.Lock(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +102,8 @@ func TestReenterLockAllAndNotSemaphore(t *testing.T) {
 	}
 	all.Unlock(ctx)
 
-	one, _ := c.Semaphore("pool", 1)
-	two, _ := c.Semaphore("pool2", 2)
+	one := semaphore(t, c, "pool", 1)
+	two := semaphore(t, c, "pool2", 2)
 	p, err := two.Lock(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)

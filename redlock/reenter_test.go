@@ -320,7 +320,10 @@ func TestReenterOuterReleaseEndsInnerHandles(t *testing.T) {
 		l.Unlock(ctx)
 	}
 
-	outer, _ = c.Lock(ctx, "k", time.Minute)
+	outer, err = c.Lock(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	in, err = c.TryLock(outer.Context(ctx), "k", time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -53,12 +53,12 @@ func TestResumeTakesTheLockOver(t *testing.T) {
 		t.Fatalf("the first holder extends after the hand-off: %v", err)
 	}
 
-	sem, _ := first.Semaphore("job", 2)
+	sem := semaphore(t, first, "job", 2)
 	s, err := sem.TryLock(ctx, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rw, _ := first.RWMutex("job")
+	rw := rwMutex(t, first, "job")
 	w, err := rw.TryLock(ctx, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

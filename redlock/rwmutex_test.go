@@ -15,7 +15,7 @@ import (
 func TestRWMutexExcludesWritersAndWaitingWriterStopsReaders(t *testing.T) {
 	ms, c := cluster(t, 3, redlock.WithRetryDelay(time.Hour, time.Hour))
 	ctx := context.Background()
-	rw, _ := c.RWMutex("doc")
+	rw := rwMutex(t, c, "doc")
 	r1, err := rw.RLock(ctx, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

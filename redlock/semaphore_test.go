@@ -71,8 +71,8 @@ func TestSemaphoreAdmitsPermits(t *testing.T) {
 func TestPrimitivesDoExtendWhileFnRuns(t *testing.T) {
 	_, c := cluster(t, 3)
 	ctx := context.Background()
-	sem, _ := c.Semaphore("pool", 1)
-	rw, _ := c.RWMutex("doc")
+	sem := semaphore(t, c, "pool", 1)
+	rw := rwMutex(t, c, "doc")
 	// A ttl of 1.5 s is extended when 500 ms are left: slack enough for a loaded machine (with
 	// 200 ms, a make test beside four busy loops, at a load of 17, lost the lock). The three run
 	// at once.

@@ -20,8 +20,14 @@ func TestEveryCommandTouchesOneSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, key := range []string{"k", "{user:7}:profile", "a}b", "x{}y{z}", "{", "{}"} {
-			sem, _ := c.Semaphore(key, 3)
-			rw, _ := c.RWMutex(key)
+			sem, err := c.Semaphore(key, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rw, err := c.RWMutex(key)
+			if err != nil {
+				t.Fatal(err)
+			}
 			multi, err := c.multi([]string{key, "{" + keyslot.Tag(keyslot.Of(prefix+key)) + "}other"})
 			if err != nil {
 				t.Fatal(err)

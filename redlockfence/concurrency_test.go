@@ -128,7 +128,9 @@ func TestRedisConcurrentWriters(t *testing.T) {
 	}
 	committed := make([]int64, len(list))
 	for i, v := range list {
-		committed[i], _ = strconv.ParseInt(v, 10, 64)
+		if committed[i], err = strconv.ParseInt(v, 10, 64); err != nil {
+			t.Fatalf("{stock}:commits[%d]: %v", i, err)
+		}
 	}
 	checkOrder(t, committed, accepted, refused)
 	checkTop(t, committed)

@@ -35,8 +35,13 @@ func openSQLite() (db *sql.DB, dir string) {
 // that setup makes; done closes and removes it all.
 func shop(setup ...string) (db *sql.DB, fences *redlockfence.SQL, done func()) {
 	db, dir := openSQLite()
-	fences, _ = redlockfence.NewSQL(db, redlockfence.SQLite, "fences")
-	fences.Init(context.Background())
+	fences, err := redlockfence.NewSQL(db, redlockfence.SQLite, "fences")
+	if err != nil {
+		panic(err)
+	}
+	if err := fences.Init(context.Background()); err != nil {
+		panic(err)
+	}
 	for _, stmt := range setup {
 		if _, err := db.Exec(stmt); err != nil {
 			panic(err)
@@ -68,7 +73,11 @@ func Example() {
 		defer c.Close()
 		minis, nodes = append(minis, m), append(nodes, c)
 	}
-	locks, _ := redlock.New(nodes, redlock.WithFencing())
+	locks, err := redlock.New(nodes, redlock.WithFencing())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locks.Close()
 	db, fences, done := shop("CREATE TABLE acct (id INTEGER PRIMARY KEY, owner TEXT)", "INSERT INTO acct VALUES (1, 'nobody')")
 	defer done()
@@ -120,7 +129,11 @@ func ExampleSQL_Init() {
 	db, dir := openSQLite()
 	defer os.RemoveAll(dir)
 	defer db.Close()
-	fences, _ := redlockfence.NewSQL(db, redlockfence.SQLite, "fences")
+	fences, err := redlockfence.NewSQL(db, redlockfence.SQLite, "fences")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(fences.Init(ctx))
 	fmt.Println(fences.Init(ctx)) // the table is there: nothing to do
 	var columns string

@@ -197,8 +197,8 @@ func TestRedisCluster(t *testing.T) {
 	if err := g.Set(ctx, "acct", 5, "acct:balance", 1, 0); err == nil || !strings.Contains(err.Error(), "hash tag") {
 		t.Errorf("a resource without a hash tag: %v", err)
 	}
-	if v, _ := c.Get(ctx, "redlockfence:{acct}").Result(); v != "4" {
-		t.Fatalf("refused calls recorded a token: redlockfence:{acct} = %q, want 4", v)
+	if v, err := c.Get(ctx, "redlockfence:{acct}").Result(); err != nil || v != "4" {
+		t.Fatalf("refused calls recorded a token: redlockfence:{acct} = %q (%v), want 4", v, err)
 	}
 }
 

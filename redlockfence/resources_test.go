@@ -91,7 +91,9 @@ func (r *resources) logs(t *testing.T) [][]int64 {
 	}
 	tokens := make([]int64, len(list))
 	for i, v := range list {
-		tokens[i], _ = strconv.ParseInt(v, 10, 64)
+		if tokens[i], err = strconv.ParseInt(v, 10, 64); err != nil {
+			t.Fatalf("{acct}:commits[%d]: %v", i, err)
+		}
 	}
 	return append(out, tokens)
 }

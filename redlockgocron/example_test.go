@@ -147,7 +147,11 @@ func ExampleNewElector() {
 		time.Sleep(time.Millisecond)
 	}
 	fmt.Println("the other leads:", next.IsLeader(otherCtx) == nil)
-	e, _ := other.Election("reports", 10*time.Second)
+	e, err := other.Election("reports", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	if l, err := e.Leader(otherCtx); err == nil {
 		fmt.Println("the leader is", l.Value)
 	}

@@ -77,8 +77,14 @@ func TestMetricsAfterLockAndUnlock(t *testing.T) {
 func TestMetricsKindsAndOutcomes(t *testing.T) {
 	w := newWorld(t, 3, nil)
 	ctx := context.Background()
-	sem, _ := w.client.Semaphore("s", 2)
-	rw, _ := w.client.RWMutex("rw")
+	sem, err := w.client.Semaphore("s", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, err := w.client.RWMutex("rw")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, lock := range []func() (*redlock.Lock, error){
 		func() (*redlock.Lock, error) { return sem.Lock(ctx, time.Second) },
 		func() (*redlock.Lock, error) { return rw.RLock(ctx, time.Second) },

@@ -98,9 +98,9 @@ func TestCatalogReal(t *testing.T) {
 	}
 	b := simulate.RequireReal(t)
 	for _, name := range realRows {
-		scs, _ := simulate.Match(name)
-		if len(scs) != 1 {
-			t.Fatalf("no scenario %s", name)
+		scs, err := simulate.Match(name)
+		if err != nil || len(scs) != 1 {
+			t.Fatalf("no scenario %s: %d scenarios, %v", name, len(scs), err)
 		}
 		t.Run(name, func(t *testing.T) {
 			for _, seed := range seeds(t) {

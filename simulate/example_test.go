@@ -11,7 +11,11 @@ import (
 // second buyer gets the lock while the first still works, and the stock is oversold. The run
 // takes about half a second of real time (Scale 0.04 makes the 10 s TTL 400 ms).
 func Example() {
-	scs, _ := simulate.Match("single-node-restart")
+	scs, err := simulate.Match("single-node-restart")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	res := simulate.Run(context.Background(), scs[0], simulate.Options{Seed: 1, Scale: 0.04})
 	fmt.Println(res.Scenario, "expected", res.Expected, "observed", res.Observed, "as expected:", res.OK)
 	for _, fault := range res.Schedule {

@@ -73,7 +73,10 @@ func TestMetricsOfACrash(t *testing.T) {
 
 // Without Metrics nothing is recorded, and a chart of such results says it has nothing.
 func TestNoMetrics(t *testing.T) {
-	scs, _ := simulate.Match("no-faults")
+	scs, err := simulate.Match("no-faults")
+	if err != nil || len(scs) != 1 {
+		t.Fatalf("Match(no-faults): %d scenarios, %v", len(scs), err)
+	}
 	synctest.Test(t, func(t *testing.T) {
 		res := simulate.Run(context.Background(), scs[0], simulate.Options{Seed: 7})
 		if res.Metrics != nil {

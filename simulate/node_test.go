@@ -97,7 +97,11 @@ func TestFailoverLosesWhatWasNotReplicated(t *testing.T) {
 		rdb.Set(ctx, "new", "v", time.Minute)
 		n.failover()
 		rdb.Ping(ctx) // fails on the connection to the dead master, and drops it
-		if got, _ := rdb.Exists(ctx, "old", "new").Result(); got != 1 {
+		got, err := rdb.Exists(ctx, "old", "new").Result()
+		if err != nil {
+			t.Fatalf("EXISTS after failover: %v", err)
+		}
+		if got != 1 {
 			t.Fatalf("%d keys after failover, want only the replicated one", got)
 		}
 	})

@@ -15,7 +15,10 @@ func TestScheduleIsReproducible(t *testing.T) {
 			t.Errorf("%s: seed 42 gave\n%v\nthen\n%v", sc.Name, a, b)
 		}
 	}
-	sc, _ := simulate.Match("crash-majority")
+	sc, err := simulate.Match("crash-majority")
+	if err != nil || len(sc) != 1 {
+		t.Fatalf("Match(crash-majority): %d scenarios, %v", len(sc), err)
+	}
 	if slices.Equal(simulate.Schedule(sc[0], 1), simulate.Schedule(sc[0], 2)) {
 		t.Error("seeds 1 and 2 gave the same schedule")
 	}

@@ -34,8 +34,14 @@ func TestSVGMarkersAndLegend(t *testing.T) {
 		right := -1.0
 		for _, m := range markers {
 			labels = append(labels, m[3])
-			x, _ := strconv.ParseFloat(m[1], 64)
-			w, _ := strconv.ParseFloat(m[2], 64)
+			x, err := strconv.ParseFloat(m[1], 64)
+			if err != nil {
+				t.Fatalf("%s: marker %s: x: %v", name, m[3], err)
+			}
+			w, err := strconv.ParseFloat(m[2], 64)
+			if err != nil {
+				t.Fatalf("%s: marker %s: width: %v", name, m[3], err)
+			}
 			if x < right {
 				t.Errorf("%s: marker %s starts at %.1f, inside the one before (to %.1f)", name, m[3], x, right)
 			}

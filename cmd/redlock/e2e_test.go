@@ -294,8 +294,8 @@ func TestExecNotAcquiredWithinWait(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the command ran without the lock")
 	}
-	if got, _ := c.clients[0].Get(context.Background(), "deploy").Result(); got != held.Token() {
-		t.Fatal("the holder's key was touched")
+	if got, err := c.clients[0].Get(context.Background(), "deploy").Result(); err != nil || got != held.Token() {
+		t.Fatalf("the holder's key was touched: %q (%v)", got, err)
 	}
 }
 

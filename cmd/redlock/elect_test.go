@@ -73,7 +73,10 @@ func readLines(t *testing.T, path string) []string {
 // inLine reports whether some node has a candidate waiting in election "e"'s line.
 func (c *cluster) inLine(t *testing.T) bool {
 	t.Helper()
-	names, _ := wire.NewNames("")
+	names, err := wire.NewNames("")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, cl := range c.clients {
 		if n, _ := cl.ZCard(context.Background(), names.Election("e").Queue).Result(); n > 0 {
 			return true
@@ -214,7 +217,10 @@ func TestElectTermLostSignalsTheCommand(t *testing.T) {
 	r := startWith(t, nil, nil, "elect", "--nodes", c.nodes, "--name", "e", "--value", "v", "--ttl", "1s",
 		"--grace", "1m", "--node-timeout", "300ms", "--", "sh", "-c", termChild)
 	waitLine(t, r.stdout, "ready")
-	names, _ := wire.NewNames("")
+	names, err := wire.NewNames("")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, cl := range c.clients[:2] {
 		if err := cl.Del(context.Background(), names.Election("e").Lock).Err(); err != nil {
 			t.Fatal(err)

@@ -84,7 +84,10 @@ func TestDocsListTheExitStatuses(t *testing.T) {
 	}{{"exec", execPart, execStatuses}, {"elect", electPart, electStatuses}, {"doctor", doctorPart, doctorStatuses}} {
 		var listed []int
 		for _, m := range row.FindAllStringSubmatch(part.text, -1) {
-			n, _ := strconv.Atoi(m[1])
+			n, err := strconv.Atoi(m[1])
+			if err != nil {
+				t.Fatalf("docs/cli.md's %s section: exit status %q: %v", part.name, m[1], err)
+			}
 			listed = append(listed, n)
 		}
 		for _, s := range part.statuses {

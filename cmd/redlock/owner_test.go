@@ -13,7 +13,10 @@ import (
 // default the host's name and exec's pid; --owner "" stores none.
 func TestExecOwner(t *testing.T) {
 	c := startCluster(t)
-	host, _ := os.Hostname()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name  string
 		flags []string

@@ -119,7 +119,11 @@ func waitGone(t *testing.T, what string, pids ...int) {
 		if time.Now().After(deadline) {
 			var desc []string
 			for _, p := range left {
-				stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+				stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+				if err != nil { // it ended since
+					desc = append(desc, fmt.Sprintf("%d: %v", p, err))
+					continue
+				}
 				desc = append(desc, strings.Join(strings.Fields(string(stat))[:8], " "))
 			}
 			t.Fatalf("%s: processes still run 5s later:\n%s", what, strings.Join(desc, "\n"))
@@ -142,8 +146,12 @@ func children(pid int) []int {
 		if len(fields) < 2 {
 			continue
 		}
-		if ppid, _ := strconv.Atoi(fields[1]); ppid == pid {
-			p, _ := strconv.Atoi(strings.Fields(s)[0])
+		if ppid, err := strconv.Atoi(fields[1]); err != nil || ppid != pid {
+			continue
+		}
+		// Never a 0 from a line it could not read: the callers kill what it returns, and
+		// kill(0) is the test's own process group.
+		if p, err := strconv.Atoi(strings.Fields(s)[0]); err == nil {
 			out = append(out, p)
 		}
 	}

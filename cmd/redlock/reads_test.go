@@ -36,7 +36,10 @@ func (c *cluster) holdAll(t *testing.T) (*redlock.Term, int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { term.Resign(context.Background()) })
-	k, _ := wire.NewNames("")
+	k, err := wire.NewNames("")
+	if err != nil {
+		t.Fatal(err)
+	}
 	redistest.Eventually(t, "every node holds the lock and the term", func() bool {
 		return c.holders(t, "k") == 3 && c.holders(t, k.Election("e").Lock) == 3
 	})

@@ -58,7 +58,11 @@ func TestSubmitOnce(t *testing.T) {
 	if code := post(ctx, srv.Client(), srv.URL+"/submit"); code != http.StatusBadRequest {
 		t.Fatalf("a form without a token: %d, want 400", code)
 	}
-	if orders, _ := shop.Submissions.Submitted(ctx); len(orders) != 2 {
+	orders, err = shop.Submissions.Submitted(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orders) != 2 {
 		t.Fatalf("orders %q, want one per form", orders)
 	}
 }

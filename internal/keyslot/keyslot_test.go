@@ -31,8 +31,8 @@ func TestSlot(t *testing.T) {
 func TestTagsCoverEverySlot(t *testing.T) {
 	for s := range Slots {
 		tag := Tag(s)
-		if n, _ := strconv.ParseUint(tag, 36, 64); n >= 1<<20 {
-			t.Fatalf("Tag(%d) = %q, past the first 2^20 candidates that Place tries", s, tag)
+		if n, err := strconv.ParseUint(tag, 36, 64); err != nil || n >= 1<<20 {
+			t.Fatalf("Tag(%d) = %q, not among the first 2^20 candidates that Place tries", s, tag)
 		}
 		if tag == "" || strings.ContainsAny(tag, "{}") || Of(tag) != s {
 			t.Fatalf("Tag(%d) = %q, of slot %d", s, tag, Of(tag))
@@ -57,7 +57,10 @@ func TestPlace(t *testing.T) {
 		}
 		seen[v.Master] = true
 	}
-	again, _ := Place(owner, 3)
+	again, err := Place(owner, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if fmt.Sprint(again) != fmt.Sprint(votes) {
 		t.Fatalf("placed %v, then %v", votes, again)
 	}

@@ -79,7 +79,10 @@ func TestDepsRoot(t *testing.T) {
 		t.Fatal("-n ran apt-get")
 	}
 	code, out = deps(t, fakes, nil)
-	calls, _ := os.ReadFile(log)
+	calls, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatalf("apt-get did not run (%v): exit %d, output:\n%s", err, code, out)
+	}
 	if string(calls) != "update\ninstall -y "+want+"\n" {
 		t.Fatalf("apt-get ran with:\n%s", calls)
 	}

@@ -80,7 +80,10 @@ func FuzzCompanion(f *testing.F) {
 // name that key alone, and are no key a user can lock.
 func checkCompanion(t *testing.T, prefix, key string) {
 	t.Helper()
-	names, _ := wire.NewNames(prefix)
+	names, err := wire.NewNames(prefix)
+	if err != nil {
+		t.Fatalf("prefix %q: %v", prefix, err)
+	}
 	stored := names.Key(key)
 	for _, kind := range []string{"queue", "leases", "fence"} {
 		name := names.Companion(kind, key)
