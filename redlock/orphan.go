@@ -77,23 +77,11 @@ func (l *Lock) spread(ctx context.Context, left time.Duration) error {
 	defer c.leave()
 	ctx, cancel := context.WithTimeout(ctx, satMul(c.nodeTimeout, 2))
 	defer cancel()
-	holds := round[struct{}]{c: c, op: NodeExtend, cmd: l.spec.ops.extend(l.token, left), decode: decodeHeld}
-	callCtx, stop := context.WithTimeout(ctx, c.nodeTimeout)
-	found := quorum.Start(callCtx, nil, len(c.nodes), holds.call).Gather(callCtx.Done(), c.done)
-	stop()
-	copies := round[wire.Grant]{c: c, op: NodeAcquire, cmd: l.spec.ops.claim(l.token, left), decode: decodeGrant}
-	q := quorum.New[wire.Grant](len(c.nodes))
-	for _, rep := range found.Replies {
-		if errors.Is(rep.Err, errNotOwner) {
-			q.Go(ctx, nil, rep.Node, func(ctx context.Context, i int) (wire.Grant, error) { return l.copyTo(ctx, i, copies) })
-		} else {
-			q.Put(quorum.Reply[wire.Grant]{Node: rep.Node, Err: rep.Err})
-		}
+	s := settling{
+		holds:  round[struct{}]{c: c, op: NodeExtend, cmd: l.spec.ops.extend(l.token, left), decode: decodeHeld},
+		claims: round[wire.Grant]{c: c, op: NodeAcquire, cmd: l.spec.ops.claim(l.token, left), decode: decodeGrant},
 	}
-	for _, i := range found.Pending {
-		q.Put(quorum.Reply[wire.Grant]{Node: i, Err: errors.New("no reply")})
-	}
-	out := q.Gather(ctx.Done(), c.done)
+	out := quorum.Start(ctx, nil, len(c.nodes), s.settle).Gather(ctx.Done(), c.done)
 	if noes(out, nil) > len(c.nodes)-l.spec.need {
 		return errors.Join(fmt.Errorf("%w: Orphan found it held by another on so many nodes that no quorum holds it", ErrNotHeld),
 			errors.Join(nodeErrors(c, ctx, out, satMul(c.nodeTimeout, 2))...))
@@ -101,28 +89,43 @@ func (l *Lock) spread(ctx context.Context, left time.Duration) error {
 	return nil
 }
 
-// copyTo sets the lock on node i with cmd, its claim, trying again while the node has no room
-// for it (a refused attempt whose roll-back is on its way holds a permit), until ctx ends.
-func (l *Lock) copyTo(ctx context.Context, i int, cmd round[wire.Grant]) (wire.Grant, error) {
-	c := l.c
+// settling is what spread sends each node: the lock's renewal, and its claim.
+type settling struct {
+	holds  round[struct{}]
+	claims round[wire.Grant]
+}
+
+// settle makes node i hold the lock: it does when the renewal finds it there; else the claim
+// sets it, tried again while the node has no room for it (a refused attempt whose roll-back is
+// on its way holds a permit), until ctx ends.
+func (s settling) settle(ctx context.Context, i int) (struct{}, error) {
+	c := s.holds.c
 	pause := time.Millisecond
 	for {
-		callCtx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-		g, err := cmd.call(callCtx, i)
-		cancel()
+		_, err := callWithin(ctx, c.nodeTimeout, i, s.holds.call)
+		if errors.Is(err, errNotOwner) {
+			_, err = callWithin(ctx, c.nodeTimeout, i, s.claims.call)
+		}
 		if !errors.Is(err, errTaken) {
-			return g, err
+			return struct{}{}, err
 		}
 		t := c.clock.NewTimer(pause)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return g, err
+			return struct{}{}, err
 		case <-c.done:
 			t.Stop()
-			return g, err
+			return struct{}{}, err
 		}
 		pause = min(2*pause, c.nodeTimeout/4)
 	}
+}
+
+// callWithin calls call for node i, within d of ctx.
+func callWithin[T any](ctx context.Context, d time.Duration, i int, call func(context.Context, int) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return call(ctx, i)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +28,7 @@ func TestOrphanedMarkOnEveryNode(t *testing.T) {
 	raw := redistest.Clients(t, redistest.Addrs(ss)...)
 	var clients []*redlock.Client
 	for range 4 {
-		c, err := redlock.New(redistest.Clients(t, redistest.Addrs(ss)...), redlock.WithNodeTimeout(time.Second))
+		c, err := redlock.New(redistest.Clients(t, redistest.Addrs(ss)...), redlock.WithNodeTimeout(2*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,22 +37,26 @@ func TestOrphanedMarkOnEveryNode(t *testing.T) {
 	}
 	const forms, each, life = 20, 40, time.Minute
 	marks := make([]string, forms) // the winner's token of each form, "" for none
+	var taken [forms]atomic.Bool
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for f := range forms {
 		for s := range each {
 			wg.Go(func() {
-				// Until one wins: a split vote that nobody won is tried again.
+				// Until one wins: a split vote that nobody won is tried again after a random
+				// pause that doubles every try, as a submitter does; once one won, the others
+				// are duplicates and stop.
 				var mark *redlock.Lock
-				for err := errors.ErrUnsupported; err != nil; {
-					mu.Lock()
-					done := marks[f] != ""
-					mu.Unlock()
-					if done || ctx.Err() != nil {
+				for try, err := 0, errors.ErrUnsupported; err != nil; try++ {
+					if try > 0 {
+						time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(try, 6))))
+					}
+					if taken[f].Load() || ctx.Err() != nil {
 						return
 					}
 					mark, err = clients[s%len(clients)].TryLock(ctx, fmt.Sprint("submit:form-", f), life)
 				}
+				taken[f].Store(true)
 				if err := mark.Orphan(ctx); err != nil {
 					t.Errorf("form %d: Orphan: %v", f, err)
 					return
