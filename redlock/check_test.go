@@ -20,7 +20,13 @@ import (
 // only the checks of latency find it slow.
 func checkup(t *testing.T, d time.Duration, addrs []string, opts ...redlock.Option) redlock.Checkup {
 	t.Helper()
-	c, err := redlock.New(redistest.Clients(t, addrs...), append([]redlock.Option{redlock.WithNodeTimeout(2 * time.Second)}, opts...)...)
+	return checkNodes(t, d, redistest.Clients(t, addrs...), opts...)
+}
+
+// checkNodes runs Client.Check for d over nodes, with opts after a node timeout of 2 s.
+func checkNodes(t *testing.T, d time.Duration, nodes []redis.UniversalClient, opts ...redlock.Option) redlock.Checkup {
+	t.Helper()
+	c, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(2 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,19 +210,11 @@ func TestCheckCommandsAndACL(t *testing.T) {
 	keysOnly := redistest.StartRestricted(t, "app", "s3cret", "app:*", "other:*")
 	nodes := []redis.UniversalClient{redistest.Client(t, renamed.Addr),
 		redistest.ACLClient(t, full.Addr, "app", "s3cret"), redistest.ACLClient(t, keysOnly.Addr, "app", "s3cret")}
-	c, err := redlock.New(nodes, redlock.WithKeyPrefix("app:"), redlock.WithNodeTimeout(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	up, err := c.Check(deadline(t), 200*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	up := checkNodes(t, 200*time.Millisecond, nodes, redlock.WithKeyPrefix("app:"))
 	expect(t, up, 0, "commands", redlock.Fail, "renamed or missing: EVALSHA:", "rename-command")
 	expect(t, up, 0, "acl", redlock.OK, "user default may run") // every command but the one renamed away
 	expect(t, up, 1, "commands", redlock.OK, "EVALSHA, EVAL, SET, PUBLISH, SUBSCRIBE, TIME")
-	expect(t, up, 1, "acl", redlock.OK, `user app may run every command the library sends on the keys and channels "app:*"`)
+	expect(t, up, 1, "acl", redlock.OK, `user app may run every command the library sends on each kind of key (13) and channel (2) it touches, all "app:*"`)
 	expect(t, up, 2, "acl", redlock.Fail, "user app is refused PUBLISH, SUBSCRIBE", "'app:~redlock:released", "channel", "&app:*")
 }
 
