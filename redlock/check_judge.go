@@ -30,7 +30,7 @@ func (c *Client) judge(rs []*reading, w window) Checkup {
 	j := &judge{c: c, rs: rs, w: w}
 	j.fitClocks()
 	rules := []rule{
-		{checkRole, true, j.role}, {checkIdentity, true, j.identity},
+		{checkRole, true, j.role}, {checkWrite, false, j.write}, {checkIdentity, true, j.identity},
 		{checkPersistence, true, persistence}, {checkEviction, true, eviction},
 		{checkClock, false, j.clock}, {checkLatency, false, j.latency},
 		{checkCommands, true, commands}, {checkACL, true, j.acl},
@@ -127,11 +127,17 @@ func (j *judge) identity(r *reading) (Verdict, string) {
 	return OK, "run_id " + short(id) + ", no other node's"
 }
 
-// twin reports whether an earlier node is the same server as r (votes excepted: two votes on
-// one master are distinct keys).
-func (j *judge) twin(r *reading) bool {
+// twin returns the earlier node that is the same server as r, nil for none (votes excepted:
+// two votes on one master are distinct keys).
+func (j *judge) twin(r *reading) *reading {
 	id := r.info["run_id"]
-	return id != "" && r.vote == nil && slices.ContainsFunc(j.rs[:r.node], func(o *reading) bool { return o.info["run_id"] == id })
+	if id == "" || r.vote != nil {
+		return nil
+	}
+	if i := slices.IndexFunc(j.rs[:r.node], func(o *reading) bool { return o.info["run_id"] == id }); i >= 0 {
+		return j.rs[i]
+	}
+	return nil
 }
 
 func short(id string) string { return id[:min(len(id), 8)] + "…" }
@@ -185,21 +191,23 @@ func commands(r *reading) (Verdict, string) {
 	return OK, strings.Join(sent, ", ") + " and the " + strconv.Itoa(len(scripted)) + " commands the scripts call are there"
 }
 
-// cannotVote says which nodes cannot vote.
-const cannotVote = "a replica refuses writes; a server given twice counts once"
-
 // quorum: how many nodes there are, and how many answered and can vote.
 func (j *judge) quorum() []Finding {
 	n, q := len(j.rs), j.c.quorum
 	answered, voting := 0, 0
+	var out []string // why the nodes that answered but count as no vote do not
 	for _, r := range j.rs {
-		if r.reach == nil {
-			answered++
-			if r.info["role"] != "slave" && !j.twin(r) {
-				voting++
-			}
+		if r.reach != nil {
+			continue
+		}
+		answered++
+		if why := j.uncounted(r); why != "" {
+			out = append(out, why)
+		} else {
+			voting++
 		}
 	}
+	uncounted := strings.Join(out, "; ")
 	var fs []Finding
 	add := func(v Verdict, format string, a ...any) {
 		fs = append(fs, Finding{Node: -1, Check: checkQuorum, Verdict: v, Detail: fmt.Sprintf(format, a...)})
@@ -216,10 +224,10 @@ func (j *judge) quorum() []Finding {
 	case answered < q:
 		add(Fail, "%d of %d nodes answered, fewer than a quorum (%d): no lock can be taken, extended or released until %d answer", answered, n, q, q)
 	case voting < q:
-		add(Fail, "%d of the %d nodes that answered can vote (%s), fewer than a quorum (%d): no lock can be taken", voting, answered, cannotVote, q)
+		add(Fail, "%d of the %d nodes that answered count as votes (%s), fewer than a quorum (%d): no lock can be taken", voting, answered, uncounted, q)
 	case voting < answered:
-		add(Warn, "%d of the %d nodes that answered can vote (%s): with a quorum of %d, locks survive %s, not %d",
-			voting, answered, cannotVote, q, plural(voting-q, "failure"), answered-q)
+		add(Warn, "%d of the %d nodes that answered count as votes (%s): with a quorum of %d, locks survive %s, not %d",
+			voting, answered, uncounted, q, plural(voting-q, "failure"), answered-q)
 	case len(fs) == 0 && voting == q:
 		add(OK, "%d of %d nodes answered, quorum %d: one more failure stops every lock", answered, n, q)
 	case len(fs) == 0:

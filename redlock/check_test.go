@@ -91,6 +91,7 @@ func TestCheckHealthy(t *testing.T) {
 	}
 	for i := range ss {
 		expect(t, up, i, "role", redlock.OK, "a master without replicas")
+		expect(t, up, i, "write", redlock.OK, "takes a write")
 		expect(t, up, i, "identity", redlock.OK, "run_id")
 		expect(t, up, i, "persistence", redlock.OK, "appendfsync always")
 		expect(t, up, i, "eviction", redlock.OK, "no maxmemory")
@@ -98,8 +99,8 @@ func TestCheckHealthy(t *testing.T) {
 		expect(t, up, i, "acl", redlock.OK, "user default")
 	}
 	expect(t, up, -1, "quorum", redlock.OK, "5 of 5 nodes answered, quorum 3")
-	if got := len(up.Findings); got != 5*8+1 {
-		t.Errorf("%d findings, want 8 a node and the quorum's: %v", got, up.Findings)
+	if got := len(up.Findings); got != 5*9+1 {
+		t.Errorf("%d findings, want 9 a node and the quorum's: %v", got, up.Findings)
 	}
 }
 
@@ -115,7 +116,9 @@ func TestCheckRole(t *testing.T) {
 	expect(t, up, 4, "role", redlock.Fail, "a replica of "+ss[3].Addr, "READONLY", "never votes")
 	expect(t, up, 0, "role", redlock.Warn, "a master with 1 replica", "longest ttl")
 	expect(t, up, 1, "role", redlock.OK, "a master without replicas")
-	expect(t, up, -1, "quorum", redlock.Warn, "3 of the 5 nodes that answered can vote", "a replica refuses writes", "locks survive 0 failures, not 2")
+	expect(t, up, 3, "write", redlock.Fail, "refuses writes (READONLY You can't write against a read only replica)")
+	expect(t, up, -1, "quorum", redlock.Warn, "3 of the 5 nodes that answered count as votes (node 3 refuses writes (READONLY); "+
+		"node 4 refuses writes (READONLY))", "locks survive 0 failures, not 2")
 }
 
 // One server given twice, under 127.0.0.1 and localhost, fails on its second appearance.
@@ -127,7 +130,7 @@ func TestCheckIdentity(t *testing.T) {
 	expect(t, up, 2, "identity", redlock.Fail, "the same server as node 0 ("+ss[0].Addr+")", "counts twice")
 	expect(t, up, 0, "identity", redlock.OK, "no other node's")
 	expect(t, up, 1, "identity", redlock.OK, "no other node's")
-	expect(t, up, -1, "quorum", redlock.Warn, "2 of the 3 nodes that answered can vote", "a server given twice counts once")
+	expect(t, up, -1, "quorum", redlock.Warn, "2 of the 3 nodes that answered count as votes (node 2 is node 0 again)")
 }
 
 // No AOF and AOF with everysec are warned of, naming the rule of docs/locks.md; AOF with
@@ -239,7 +242,7 @@ func TestCheckReachAndQuorum(t *testing.T) {
 		}
 	}
 	// The summary names the failures (and on a machine busy enough, latency beside them).
-	if sum := up.Summary(); !strings.Contains(sum, " of 20 checks failed (node 0 reach, ") || !strings.Contains(sum, "node 3 reach, node 4 reach, quorum)") {
+	if sum := up.Summary(); !strings.Contains(sum, " of 22 checks failed (node 0 reach, ") || !strings.Contains(sum, "node 3 reach, node 4 reach, quorum)") {
 		t.Errorf("summary %q", sum)
 	}
 

@@ -19,10 +19,12 @@ import (
 const doctorUsage = `usage: redlock doctor (--nodes URL,URL,... | --cluster URL --votes N) [--for D] [-json]
 
 Checks the nodes against every assumption the Redlock guarantee rests on, reading each node
-for --for: role (independent masters, no replicas), identity (no server given twice; with
---cluster, the votes' slots), persistence, eviction, clock (rate against this machine's, and
-offsets), latency (against --node-timeout), commands (none renamed) and acl (ACL DRYRUN on
-the prefix's keys and channels); and for the whole set, quorum. A node that does not answer
+for --for: role (independent masters, no replicas), write (a write goes through: no
+READONLY, NOREPLICAS, MISCONF or OOM), identity (no server given twice; with --cluster, the
+votes' slots), persistence, eviction, clock (rate against this machine's, and offsets),
+latency (against --node-timeout), commands (none renamed) and acl (ACL DRYRUN on every kind
+of key and channel the library touches under the prefix); and for the whole set, quorum (the
+nodes that count as votes). A node that does not answer
 gets a line of its own, reach, and the others are still checked. Each line says ok, warn or
 fail, and for warn and fail what to change. -json prints one object a line:
 {"node": N, "addr": URL, "check": NAME, "verdict": "ok"|"warn"|"fail", "detail": TEXT},

@@ -38,7 +38,7 @@ func TestDoctor(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "doctor", "--nodes", nodes, "--for", "300ms", "--node-timeout", "2s")
 	if code != 1 || !strings.Contains(stdout, "NODE  CHECK        VERDICT  DETAIL") ||
 		!strings.Contains(stdout, "node 1: redis://alice:xxxxx@") || !strings.Contains(stdout, "\n1     eviction     fail     maxmemory 10.00M with allkeys-lru") ||
-		!strings.Contains(stdout, "\n-     quorum       ok       3 of 3 nodes answered") || !strings.Contains(stdout, "1 of 25 checks failed (node 1 eviction)") {
+		!strings.Contains(stdout, "\n-     quorum       ok       3 of 3 nodes answered") || !strings.Contains(stdout, "1 of 28 checks failed (node 1 eviction)") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	noPassword(t, stdout, stderr)
@@ -50,7 +50,7 @@ func TestDoctor(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
-		checks := []string{"role", "identity", "persistence", "eviction", "clock", "latency", "commands", "acl"}
+		checks := []string{"role", "write", "identity", "persistence", "eviction", "clock", "latency", "commands", "acl"}
 		switch {
 		case !slices.Contains([]string{"ok", "warn", "fail"}, f.Verdict):
 			t.Errorf("verdict %q in %q", f.Verdict, sc.Text())
@@ -62,13 +62,13 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("eviction: %q", sc.Text())
 		}
 	}
-	if code != 1 || lines != 25 {
+	if code != 1 || lines != 28 {
 		t.Errorf("-json: exit %d, %d lines:\n%s", code, lines, stdout)
 	}
 	noPassword(t, stdout)
 
 	code, _, stderr = runCLI(t, "status", "--nodes", nodes, "--key", "k", "--node-timeout", "2s")
-	if code != 0 || !strings.Contains(stderr, "doctor: 1 of 25 checks failed (node 1 eviction); ") {
+	if code != 0 || !strings.Contains(stderr, "doctor: 1 of 28 checks failed (node 1 eviction); ") {
 		t.Errorf("status: exit %d, stderr %q", code, stderr)
 	}
 	healthy := strings.Join([]string{urls[0], urls[2], aclURLs(t, aof)[0]}, ",")

@@ -120,6 +120,11 @@ func (n Names) Channel() string { return n.prefix + Reserved + "released" }
 // the channel, a colon and the id (queue.lua writes it so).
 func (n Names) ClientChannel(id string) string { return n.Channel() + ":" + id }
 
+// Probe returns the key on which Client.Check tries a write: a companion of the queue's kind to
+// a name that starts with Reserved, which no lock may have (CheckKey), so that the probe touches
+// no lock's keys and an ACL that lets the library use its queues lets it write there.
+func (n Names) Probe() string { return n.Companion("queue", Reserved+"doctor") }
+
 // Channels returns every channel a Client with id touches: Channel, and the ClientChannel of id
 // (a Client announces on other Clients' channels too, named as its own).
 func (n Names) Channels(id string) []string { return []string{n.Channel(), n.ClientChannel(id)} }

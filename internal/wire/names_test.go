@@ -193,3 +193,14 @@ func companionKinds(t *testing.T) map[string]string {
 	}
 	return kinds
 }
+
+// The doctor's write probe is under the prefix, of the queue's kind, and no lock's key.
+func TestProbe(t *testing.T) {
+	for _, prefix := range []string{"", "app:", "{t}:"} {
+		names, _ := wire.NewNames(prefix)
+		p := names.Probe()
+		if !strings.HasPrefix(p, prefix+wire.Reserved+"queue:") || slices.Contains(names.Every("doctor"), p) {
+			t.Errorf("prefix %q: Probe() = %q", prefix, p)
+		}
+	}
+}
