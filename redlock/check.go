@@ -66,7 +66,8 @@ const (
 // Check reads every node for about d and reports, per node and per assumption that the Redlock
 // guarantee rests on, whether it holds (docs/locks.md lists them):
 //
-//   - role: the node is a master, not a replica, and replicates from no other node given;
+//   - role: the node is a master, not a replica, and replicates from no other node given (a
+//     writable replica takes writes and votes, but a resync from its master wipes its keys);
 //   - write: the node takes a write (a script's SET and DEL of a key that no lock has, under
 //     the prefix): a node that refuses it (READONLY, NOREPLICAS, MISCONF, OOM, NOPERM) fails,
 //     naming the reason, and counts as no vote;

@@ -61,18 +61,14 @@ func (c *Client) judge(rs []*reading, w window) Checkup {
 	return up
 }
 
-// role: a replica cannot vote, and one that replicates from another node is no independent vote.
+// role: a replica is no independent vote. A read-only one refuses the lock's writes; a writable
+// one (replica-read-only no) takes them and votes, but a resync from its master wipes its keys.
 func (j *judge) role(r *reading) (Verdict, string) {
 	if v, detail, ok := r.has("role"); !ok {
 		return v, detail
 	}
 	if r.info["role"] == "slave" {
-		if m := j.masterOf(r); m != nil {
-			return Fail, fmt.Sprintf("a replica of node %d (%s): it refuses the lock's writes (READONLY), and what it holds "+
-				"comes from node %d, so it is no independent vote: give independent masters only", m.node, m.addr, m.node)
-		}
-		return Fail, fmt.Sprintf("a replica of %s: it refuses the lock's writes (READONLY), so it never votes: give its "+
-			"master, or another independent master, instead", net.JoinHostPort(r.info["master_host"], r.info["master_port"]))
+		return Fail, j.replica(r)
 	}
 	if n, _ := strconv.Atoi(r.info["connected_slaves"]); n > 0 {
 		return Warn, fmt.Sprintf("a master with %s: a failover to one loses the lock keys it had not received yet, as a "+
@@ -80,6 +76,29 @@ func (j *judge) role(r *reading) (Verdict, string) {
 	}
 	return OK, "a master without replicas"
 }
+
+// replica says what replica r is, and why it is no vote to count on.
+func (j *judge) replica(r *reading) string {
+	m, master := j.masterOf(r), net.JoinHostPort(r.info["master_host"], r.info["master_port"])
+	const wipes = "it takes the lock's writes and votes, but a resync from %s wipes the lock keys it holds, and with " +
+		"them the locks it granted, so it counts as no vote: %s"
+	switch {
+	case m != nil && writable(r):
+		return fmt.Sprintf("a writable replica of node %d (%s), replica-read-only no: "+wipes, m.node, m.addr,
+			fmt.Sprintf("node %d", m.node), "give independent masters only")
+	case writable(r):
+		return fmt.Sprintf("a writable replica of %s, replica-read-only no: "+wipes, master, "its master",
+			"give its master, or another independent master, instead")
+	case m != nil:
+		return fmt.Sprintf("a replica of node %d (%s): it refuses the lock's writes (READONLY), and what it holds "+
+			"comes from node %d, so it is no independent vote: give independent masters only", m.node, m.addr, m.node)
+	}
+	return fmt.Sprintf("a replica of %s: it refuses the lock's writes (READONLY), so it never votes: give its "+
+		"master, or another independent master, instead", master)
+}
+
+// writable reports whether replica r takes writes of its own (replica-read-only no).
+func writable(r *reading) bool { return r.info["slave_read_only"] == "0" }
 
 // has reports whether INFO gave every one of fields, and when not, the warning to give.
 func (r *reading) has(fields ...string) (Verdict, string, bool) {

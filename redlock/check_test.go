@@ -121,6 +121,41 @@ func TestCheckRole(t *testing.T) {
 		"node 4 refuses writes (READONLY))", "locks survive 0 failures, not 2")
 }
 
+// A writable replica (replica-read-only no) takes the lock's writes and votes, but a resync from
+// its master wipes its keys, as it does here: it fails role as no independent vote, with those
+// words, and the quorum line counts it as none and says why; one of a master not given, alike.
+func TestCheckWritableReplica(t *testing.T) {
+	t.Parallel()
+	ss := redistest.StartN(t, 3, "--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0")
+	r0 := redistest.Start(t, "--replicaof", "127.0.0.1", port(ss[0].Addr), "--replica-read-only", "no")
+	other := redistest.Start(t)
+	out := redistest.Start(t, "--replicaof", "127.0.0.1", port(other.Addr), "--replica-read-only", "no")
+	up := checkup(t, 200*time.Millisecond, []string{ss[0].Addr, ss[1].Addr, ss[2].Addr, r0.Addr, out.Addr})
+	expect(t, up, 3, "role", redlock.Fail, "a writable replica of node 0 ("+ss[0].Addr+"), replica-read-only no: it takes the "+
+		"lock's writes and votes, but a resync from node 0 wipes the lock keys it holds", "counts as no vote")
+	expect(t, up, 4, "role", redlock.Fail, "a writable replica of "+other.Addr, "votes, but a resync from its master wipes", "counts as no vote")
+	expect(t, up, 3, "write", redlock.OK, "takes a write")
+	expect(t, up, -1, "quorum", redlock.Warn, "3 of the 5 nodes that answered count as votes (node 3 votes, but is a writable "+
+		"replica: a resync from its master wipes its keys; node 4 votes, but is a writable replica: ", "locks survive 0 failures, not 2")
+
+	// The words hold: a key written on the replica is gone after a full resync from node 0.
+	ctx, master, replica := deadline(t), redistest.Client(t, ss[0].Addr), redistest.Client(t, r0.Addr)
+	redistest.Eventually(t, "the replica is in sync", func() bool {
+		info, _ := replica.Info(ctx, "replication").Result()
+		return strings.Contains(info, "master_link_status:up")
+	})
+	if err := replica.Set(ctx, "deploy", "token", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.Do(ctx, "DEBUG", "CHANGE-REPL-ID").Err(); err != nil { // the next sync is a full one
+		t.Fatal(err)
+	}
+	if err := replica.Do(ctx, "CLIENT", "KILL", "TYPE", "master").Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, "the resync wipes the replica's key", func() bool { return replica.Exists(ctx, "deploy").Val() == 0 })
+}
+
 // One server given twice, under 127.0.0.1 and localhost, fails on its second appearance.
 func TestCheckIdentity(t *testing.T) {
 	t.Parallel()

@@ -72,10 +72,15 @@ func firstSentence(s string) string {
 }
 
 // uncounted says why node r, which answered, counts as no vote, or "" when it counts: it
-// refuses writes, it is a replica, or it is a server given before it.
+// refuses writes, it is a replica (a writable one votes, but its keys go with its master's
+// next resync: no independent vote, as a server given twice is none), or it is a server given
+// before it.
 func (j *judge) uncounted(r *reading) string {
 	if code := replyCode(r.wrote); code != "" {
 		return fmt.Sprintf("node %d refuses writes (%s)", r.node, code)
+	}
+	if r.info["role"] == "slave" && writable(r) {
+		return fmt.Sprintf("node %d votes, but is a writable replica: a resync from its master wipes its keys", r.node)
 	}
 	if r.info["role"] == "slave" {
 		return fmt.Sprintf("node %d is a replica", r.node)
