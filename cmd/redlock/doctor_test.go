@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quorumlock/redlock/internal/redistest"
 )
@@ -131,4 +132,33 @@ func TestDoctorOnVotes(t *testing.T) {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	noPassword(t, stdout, stderr)
+}
+
+// With a node stopped (SIGSTOP: it takes connections and answers nothing) or killed (its
+// connections refused), redlock doctor returns within the bound that Client.Check documents,
+// the longer of --for and twice --node-timeout, with a second's slack for a busy machine: the
+// PING that tells refused credentials apart runs beside the checks, not a node timeout before.
+func TestDoctorKeepsTheBoundOfCheck(t *testing.T) {
+	t.Parallel()
+	const d, nodeTimeout, slack = 4 * time.Second, 2 * time.Second, time.Second
+	bound := max(d, 2*nodeTimeout)
+	for _, how := range []string{"stopped", "killed"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			ss := redistest.StartN(t, 3)
+			if how == "stopped" {
+				ss[2].Pause(t)
+			} else {
+				ss[2].Kill()
+			}
+			urls := "redis://" + strings.Join(redistest.Addrs(ss), ",redis://")
+			start := time.Now()
+			code, stdout, stderr := runCLI(t, "doctor", "--nodes", urls, "--for", d.String(), "--node-timeout", nodeTimeout.String())
+			took := time.Since(start)
+			t.Logf("took %v, bound %v", took.Round(time.Millisecond), bound)
+			if took > bound+slack || code != 1 || !strings.Contains(stdout, "\n2     reach        fail     no answer: ") {
+				t.Errorf("took %v (bound %v, slack %v), exit %d\nstdout:\n%s\nstderr:\n%s", took.Round(time.Millisecond), bound, slack, code, stdout, stderr)
+			}
+		})
+	}
 }
