@@ -250,6 +250,7 @@ func TestCheckCommandsAndACL(t *testing.T) {
 		redistest.ACLClient(t, full.Addr, "app", "s3cret"), redistest.ACLClient(t, keysOnly.Addr, "app", "s3cret")}
 	up := checkNodes(t, 200*time.Millisecond, nodes, redlock.WithKeyPrefix("app:"))
 	expect(t, up, 0, "commands", redlock.Fail, "renamed or missing: EVALSHA:", "rename-command")
+	expect(t, up, 0, "write", redlock.Fail, "the write failed (ERR unknown command 'evalsha'", "counts as no vote")
 	expect(t, up, 0, "acl", redlock.OK, "user default may run") // every command but the one renamed away
 	expect(t, up, 1, "commands", redlock.OK, "EVALSHA, EVAL, SET, PUBLISH, SUBSCRIBE, TIME")
 	expect(t, up, 1, "acl", redlock.OK, `user app may run every command the library sends on each kind of key (13) and channel (2) it touches, all "app:*"`)

@@ -55,12 +55,12 @@ func (j *judge) write(r *reading) (Verdict, string) {
 	case code == "":
 		return Warn, "not checked: the write had no reply: " + r.wrote.Error()
 	}
+	said := firstSentence(r.wrote.Error())
 	why, ok := writeRefusals[code]
-	if !ok {
-		why = reason{"so it answers the library's writes", "fix what it says"}
+	if !ok { // a command renamed away (see commands), a script running too long, ...
+		return Fail, "the write failed (" + said + "): every lock fails so on it, and it counts as no vote"
 	}
-	return Fail, fmt.Sprintf("refuses writes (%s): %s: every lock is refused on it, and it counts as no vote: %s",
-		firstSentence(r.wrote.Error()), why.means, why.fix)
+	return Fail, fmt.Sprintf("refuses writes (%s): %s: every lock is refused on it, and it counts as no vote: %s", said, why.means, why.fix)
 }
 
 // firstSentence returns s up to its first full stop, without it.
