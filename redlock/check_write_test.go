@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/redistest/delayproxy"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -38,4 +39,19 @@ func TestCheckWrite(t *testing.T) {
 	expect(t, up, 2, "write", redlock.Fail, "refuses writes (MISCONF ", "stop-writes-on-bgsave-error")
 	expect(t, up, 3, "write", redlock.Fail, "refuses writes (OOM ", "maxmemory")
 	finding(t, up, 2, "clock") // read all the same
+}
+
+// A node 600 ms away is read at its pace: its write, two round trips the first time (EVALSHA,
+// then EVAL), goes first and alone, and comes within the bound, where behind the batches of
+// the configuration's reads it did not.
+func TestCheckWriteOnAFarNode(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	far, err := delayproxy.StartDelay(s.Addr, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(far.Close)
+	up := checkup(t, 2*time.Second, []string{far.Addr()}, redlock.WithNodeTimeout(500*time.Millisecond))
+	expect(t, up, 0, "write", redlock.OK, "takes a write")
 }
