@@ -168,6 +168,8 @@ func TestCheckQuorumRule(t *testing.T) {
 			[]string{"warn 2 of the 3 nodes that answered count as votes (node 0 refuses writes (NOREPLICAS))"}},
 		{3, 0, true, errors.New("MISCONF Redis is configured to save RDB snapshots"),
 			[]string{"fail 1 of the 3 nodes that answered count as votes (node 0 refuses writes (MISCONF); node 2 is a replica)"}},
+		{3, 0, false, errors.New("ERR unknown command 'evalsha', with args beginning with: "),
+			[]string{"warn 2 of the 3 nodes that answered count as votes (node 0 fails writes (ERR))"}},
 		{3, 0, false, errNoAnswer, []string{"ok 3 of 3 nodes answered"}}, // a write with no reply refuses nothing
 	} {
 		j, rs := judged(c.n, nil)

@@ -77,6 +77,9 @@ func firstSentence(s string) string {
 // before it.
 func (j *judge) uncounted(r *reading) string {
 	if code := replyCode(r.wrote); code != "" {
+		if _, ok := writeRefusals[code]; !ok {
+			return fmt.Sprintf("node %d fails writes (%s)", r.node, code)
+		}
 		return fmt.Sprintf("node %d refuses writes (%s)", r.node, code)
 	}
 	if r.info["role"] == "slave" && writable(r) {
