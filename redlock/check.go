@@ -34,8 +34,9 @@ func (v Verdict) String() string {
 type Finding struct {
 	Node int    // the node's index in the Client's nodes; -1 for the whole set
 	Addr string // the node's address as errors name it (see NodeError), "" for the whole set
-	// Check names the assumption: role, identity, persistence, eviction, clock, latency,
-	// commands, acl, quorum (the whole set) or reach (a node that did not answer at all).
+	// Check names the assumption: role, write, identity, persistence, eviction, clock,
+	// latency, commands, acl, quorum (the whole set) or reach (a node that did not answer at
+	// all).
 	Check   string
 	Verdict Verdict
 	Detail  string // what was seen; for Warn and Fail, what it means and what to change
@@ -50,6 +51,7 @@ type Checkup struct {
 // The checks' names, as Finding.Check gives them.
 const (
 	checkRole        = "role"
+	checkWrite       = "write"
 	checkIdentity    = "identity"
 	checkPersistence = "persistence"
 	checkEviction    = "eviction"
@@ -64,7 +66,11 @@ const (
 // Check reads every node for about d and reports, per node and per assumption that the Redlock
 // guarantee rests on, whether it holds (docs/locks.md lists them):
 //
-//   - role: the node is a master, not a replica, and replicates from no other node given;
+//   - role: the node is a master, not a replica, and replicates from no other node given (a
+//     writable replica takes writes and votes, but a resync from its master wipes its keys);
+//   - write: the node takes a write (a script's SET and DEL of a key that no lock has, under
+//     the prefix): a node that refuses it (READONLY, NOREPLICAS, MISCONF, OOM, NOPERM) fails,
+//     naming the reason, and counts as no vote;
 //   - identity: no server is given twice (under two addresses); with NewCluster, each vote's
 //     slot is served by a master of its own, where the Client placed it;
 //   - persistence: AOF with appendfsync always, or else a warning to delay the node's restarts
@@ -80,11 +86,12 @@ const (
 //     are there, not renamed;
 //   - acl: ACL DRYRUN (Redis 7) lets the connection's user run them on the prefix's keys and
 //     channels;
-//   - quorum, for the whole set: an odd number of at least 3 nodes, and a quorum answering.
+//   - quorum, for the whole set: an odd number of at least 3 nodes, and a quorum answering
+//     that count as votes: neither refusing writes, nor replicas, nor a server given before.
 //
 // A node that does not answer gets a single finding, reach, and the others are checked all the
-// same. A node that is no Commander is checked for reach, clock and latency through a script,
-// and gets a warning for each check that needs a command of its own.
+// same. A node that is no Commander is checked for reach, write, clock and latency through
+// scripts, and gets a warning for each check that needs a command of its own.
 //
 // Check waits for a node at most d or twice the node timeout, whichever is longer. Its error is
 // non-nil for a d that is not positive, a closed Client, a ctx that ended before the checks did,

@@ -39,24 +39,35 @@ func missingCommands(ask asker) ([]string, error) {
 	return missing, nil
 }
 
-// dryRuns are the commands the connection's user must be allowed, on keys and channels under
-// the prefix: in v's slot for a vote.
+// dryRuns are the commands the connection's user must be allowed, on every key and channel
+// the library touches under the prefix, as its own naming gives them (wire.Names): a script on
+// each key it keeps for a name, whatever the name is of (EVALSHA, which needs to read and write
+// it), PUBLISH and SUBSCRIBE on each of its channels, and the other commands it sends and its
+// scripts call on the lock key and its queue. For a vote, the keys are in v's slot.
 func (c *Client) dryRuns(v *vote) [][]string {
-	key, queue := c.names.Key("doctor"), c.names.Companion("queue", "doctor")
-	if v != nil {
-		key, queue = v.in(key), v.in(queue)
+	in := func(key string) string {
+		if v != nil {
+			return v.in(key)
+		}
+		return key
 	}
-	channel, own := c.names.Channel(), c.names.ClientChannel(c.id)
 	sha := strings.Repeat("0", 40)
-	return [][]string{
-		{"EVALSHA", sha, "2", key, queue}, {"EVAL", "return 1", "2", key, queue},
-		{"SET", key, "v", "NX", "PX", "1000"}, {"PUBLISH", channel, "m"}, {"PUBLISH", own, "m"},
-		{"SUBSCRIBE", channel}, {"SUBSCRIBE", own}, {"TIME"},
+	var runs [][]string
+	for _, k := range c.names.Every("doctor") {
+		runs = append(runs, []string{"EVALSHA", sha, "1", in(k)})
+	}
+	for _, ch := range c.names.Channels(c.id) {
+		runs = append(runs, []string{"PUBLISH", ch, "m"}, []string{"SUBSCRIBE", ch})
+	}
+	m := c.names.Mutex("doctor")
+	key, queue := in(m.Lock), in(m.Queue)
+	return append(runs, [][]string{
+		{"EVAL", "return 1", "2", key, queue}, {"SET", key, "v", "NX", "PX", "1000"}, {"TIME"},
 		{"GET", key}, {"DEL", key}, {"EXISTS", key}, {"PEXPIRE", key, "1000"}, {"PTTL", key},
 		{"ZADD", queue, "1", "m"}, {"ZCARD", queue}, {"ZRANGE", queue, "0", "-1"},
 		{"ZRANGEBYSCORE", queue, "0", "1"}, {"ZRANK", queue, "m"}, {"ZREM", queue, "m"},
 		{"ZREMRANGEBYSCORE", queue, "0", "1"}, {"ZSCORE", queue, "m"},
-	}
+	}...)
 }
 
 // dryRun asks the server whether the connection's user may run the dryRuns (ACL DRYRUN, Redis
@@ -109,7 +120,8 @@ func (j *judge) acl(r *reading) (Verdict, string) {
 	}
 	pattern := j.c.names.Prefix() + "*"
 	if len(r.denied) == 0 {
-		return OK, fmt.Sprintf("user %s may run every command the library sends on the keys and channels %q", r.user, pattern)
+		return OK, fmt.Sprintf("user %s may run every command the library sends on each kind of key (%d) and channel (%d) it "+
+			"touches, all %q", r.user, len(j.c.names.Every("doctor")), len(j.c.names.Channels(j.c.id)), pattern)
 	}
 	var refused []string
 	for _, d := range r.denied {

@@ -108,7 +108,7 @@ func (n scriptsOnly) Listen(ctx context.Context, _ []string, _ func(), _ func(st
 }
 
 // A node that is no Commander is warned of for every check that needs its commands, and
-// checked for clock and latency through a script.
+// checked for write, clock and latency through scripts.
 func TestCheckScriptsOnly(t *testing.T) {
 	t.Parallel()
 	ms := redistest.Minis(t, 3)
@@ -136,6 +136,7 @@ func TestCheckScriptsOnly(t *testing.T) {
 		if f := finding(t, up, i, "latency"); !strings.Contains(f.Detail, "p99 round trip") {
 			t.Errorf("node %d latency not measured: %s", i, f.Detail)
 		}
+		expect(t, up, i, "write", redlock.OK, "takes a write") // through a script
 	}
 	expect(t, up, -1, "quorum", redlock.OK, "3 of 3 nodes answered")
 	ms[1].Close()

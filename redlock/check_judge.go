@@ -30,7 +30,7 @@ func (c *Client) judge(rs []*reading, w window) Checkup {
 	j := &judge{c: c, rs: rs, w: w}
 	j.fitClocks()
 	rules := []rule{
-		{checkRole, true, j.role}, {checkIdentity, true, j.identity},
+		{checkRole, true, j.role}, {checkWrite, false, j.write}, {checkIdentity, true, j.identity},
 		{checkPersistence, true, persistence}, {checkEviction, true, eviction},
 		{checkClock, false, j.clock}, {checkLatency, false, j.latency},
 		{checkCommands, true, commands}, {checkACL, true, j.acl},
@@ -61,18 +61,14 @@ func (c *Client) judge(rs []*reading, w window) Checkup {
 	return up
 }
 
-// role: a replica cannot vote, and one that replicates from another node is no independent vote.
+// role: a replica is no independent vote. A read-only one refuses the lock's writes; a writable
+// one (replica-read-only no) takes them and votes, but a resync from its master wipes its keys.
 func (j *judge) role(r *reading) (Verdict, string) {
 	if v, detail, ok := r.has("role"); !ok {
 		return v, detail
 	}
 	if r.info["role"] == "slave" {
-		if m := j.masterOf(r); m != nil {
-			return Fail, fmt.Sprintf("a replica of node %d (%s): it refuses the lock's writes (READONLY), and what it holds "+
-				"comes from node %d, so it is no independent vote: give independent masters only", m.node, m.addr, m.node)
-		}
-		return Fail, fmt.Sprintf("a replica of %s: it refuses the lock's writes (READONLY), so it never votes: give its "+
-			"master, or another independent master, instead", net.JoinHostPort(r.info["master_host"], r.info["master_port"]))
+		return Fail, j.replica(r)
 	}
 	if n, _ := strconv.Atoi(r.info["connected_slaves"]); n > 0 {
 		return Warn, fmt.Sprintf("a master with %s: a failover to one loses the lock keys it had not received yet, as a "+
@@ -80,6 +76,29 @@ func (j *judge) role(r *reading) (Verdict, string) {
 	}
 	return OK, "a master without replicas"
 }
+
+// replica says what replica r is, and why it is no vote to count on.
+func (j *judge) replica(r *reading) string {
+	m, master := j.masterOf(r), net.JoinHostPort(r.info["master_host"], r.info["master_port"])
+	const wipes = "it takes the lock's writes and votes, but a resync from %s wipes the lock keys it holds, and with " +
+		"them the locks it granted, so it counts as no vote: %s"
+	switch {
+	case m != nil && writable(r):
+		return fmt.Sprintf("a writable replica of node %d (%s), replica-read-only no: "+wipes, m.node, m.addr,
+			fmt.Sprintf("node %d", m.node), "give independent masters only")
+	case writable(r):
+		return fmt.Sprintf("a writable replica of %s, replica-read-only no: "+wipes, master, "its master",
+			"give its master, or another independent master, instead")
+	case m != nil:
+		return fmt.Sprintf("a replica of node %d (%s): it refuses the lock's writes (READONLY), and what it holds "+
+			"comes from node %d, so it is no independent vote: give independent masters only", m.node, m.addr, m.node)
+	}
+	return fmt.Sprintf("a replica of %s: it refuses the lock's writes (READONLY), so it never votes: give its "+
+		"master, or another independent master, instead", master)
+}
+
+// writable reports whether replica r takes writes of its own (replica-read-only no).
+func writable(r *reading) bool { return r.info["slave_read_only"] == "0" }
 
 // has reports whether INFO gave every one of fields, and when not, the warning to give.
 func (r *reading) has(fields ...string) (Verdict, string, bool) {
@@ -127,11 +146,17 @@ func (j *judge) identity(r *reading) (Verdict, string) {
 	return OK, "run_id " + short(id) + ", no other node's"
 }
 
-// twin reports whether an earlier node is the same server as r (votes excepted: two votes on
-// one master are distinct keys).
-func (j *judge) twin(r *reading) bool {
+// twin returns the earlier node that is the same server as r, nil for none (votes excepted:
+// two votes on one master are distinct keys).
+func (j *judge) twin(r *reading) *reading {
 	id := r.info["run_id"]
-	return id != "" && r.vote == nil && slices.ContainsFunc(j.rs[:r.node], func(o *reading) bool { return o.info["run_id"] == id })
+	if id == "" || r.vote != nil {
+		return nil
+	}
+	if i := slices.IndexFunc(j.rs[:r.node], func(o *reading) bool { return o.info["run_id"] == id }); i >= 0 {
+		return j.rs[i]
+	}
+	return nil
 }
 
 func short(id string) string { return id[:min(len(id), 8)] + "…" }
@@ -185,21 +210,23 @@ func commands(r *reading) (Verdict, string) {
 	return OK, strings.Join(sent, ", ") + " and the " + strconv.Itoa(len(scripted)) + " commands the scripts call are there"
 }
 
-// cannotVote says which nodes cannot vote.
-const cannotVote = "a replica refuses writes; a server given twice counts once"
-
 // quorum: how many nodes there are, and how many answered and can vote.
 func (j *judge) quorum() []Finding {
 	n, q := len(j.rs), j.c.quorum
 	answered, voting := 0, 0
+	var out []string // why the nodes that answered but count as no vote do not
 	for _, r := range j.rs {
-		if r.reach == nil {
-			answered++
-			if r.info["role"] != "slave" && !j.twin(r) {
-				voting++
-			}
+		if r.reach != nil {
+			continue
+		}
+		answered++
+		if why := j.uncounted(r); why != "" {
+			out = append(out, why)
+		} else {
+			voting++
 		}
 	}
+	uncounted := strings.Join(out, "; ")
 	var fs []Finding
 	add := func(v Verdict, format string, a ...any) {
 		fs = append(fs, Finding{Node: -1, Check: checkQuorum, Verdict: v, Detail: fmt.Sprintf(format, a...)})
@@ -216,10 +243,10 @@ func (j *judge) quorum() []Finding {
 	case answered < q:
 		add(Fail, "%d of %d nodes answered, fewer than a quorum (%d): no lock can be taken, extended or released until %d answer", answered, n, q, q)
 	case voting < q:
-		add(Fail, "%d of the %d nodes that answered can vote (%s), fewer than a quorum (%d): no lock can be taken", voting, answered, cannotVote, q)
+		add(Fail, "%d of the %d nodes that answered count as votes (%s), fewer than a quorum (%d): no lock can be taken", voting, answered, uncounted, q)
 	case voting < answered:
-		add(Warn, "%d of the %d nodes that answered can vote (%s): with a quorum of %d, locks survive %s, not %d",
-			voting, answered, cannotVote, q, plural(voting-q, "failure"), answered-q)
+		add(Warn, "%d of the %d nodes that answered count as votes (%s): with a quorum of %d, locks survive %s, not %d",
+			voting, answered, uncounted, q, plural(voting-q, "failure"), answered-q)
 	case len(fs) == 0 && voting == q:
 		add(OK, "%d of %d nodes answered, quorum %d: one more failure stops every lock", answered, n, q)
 	case len(fs) == 0:

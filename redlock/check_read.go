@@ -30,6 +30,7 @@ type reading struct {
 	denied   []string // what ACL DRYRUN refused, and why
 	aclErr   error
 	cluster  clusterReading // a vote's cluster
+	wrote    error          // the write probe's refusal, or why it had no reply; nil when it wrote
 	samples  []sample
 }
 
@@ -76,28 +77,38 @@ func commander(n Node) (Commander, string) {
 }
 
 // readNode reads node r within w: whether it answers at all (a PING, or for a node without
-// commands of its own a script), which also readies a connection for the samples; then its
-// configuration, and then its TIME until w ends.
+// commands of its own a script), which also readies a connection for the samples; then whether
+// it takes a write and, with commands, its configuration; and then its TIME until w ends.
 func (c *Client) readNode(ctx context.Context, r *reading, w window) {
+	if r.reach = c.reach(ctx, r, w.bound); r.reach != nil {
+		return
+	}
+	// The write first, alone: beside the facts, its second round trip (EVAL after EVALSHA's
+	// NOSCRIPT) waits behind their batches, which on a node 600 ms away took it past its bound.
+	r.wrote = c.tryWrite(ctx, r, w.bound)
 	if r.cmd != nil {
-		_, err := within(ctx, w.bound, func(ctx context.Context) (any, error) { return r.cmd.Command(ctx, "PING") })
+		c.readFacts(ctx, r, w.bound)
+	}
+	c.sample(ctx, r, w)
+}
+
+// reach returns why node r does not answer at all, nil when it does. A PING refused with MISCONF
+// is an answer: a node whose background save failed refuses PING as it refuses writes, and the
+// write check names it.
+func (c *Client) reach(ctx context.Context, r *reading, bound time.Duration) error {
+	if r.cmd != nil {
+		_, err := within(ctx, bound, func(ctx context.Context) (any, error) { return r.cmd.Command(ctx, "PING") })
 		switch {
 		case errors.Is(err, errors.ErrUnsupported):
 			r.cmd, r.none = nil, "its client sends commands to no one server ("+err.Error()+")"
-		case err != nil:
-			r.reach = err
-			return
+		case err != nil && replyCode(err) != "MISCONF":
+			return err
 		default:
-			c.readFacts(ctx, r, w.bound)
+			return nil
 		}
 	}
-	if r.cmd == nil {
-		if _, err := within(ctx, w.bound, func(ctx context.Context) (any, error) { return c.evalTime(ctx, r) }); err != nil {
-			r.reach = err
-			return
-		}
-	}
-	c.sample(ctx, r, w)
+	_, err := within(ctx, bound, func(ctx context.Context) (any, error) { return c.evalTime(ctx, r) })
+	return err
 }
 
 // readFacts reads what the node's configuration says, with every command at once.

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -146,21 +147,30 @@ func TestCheckLatencyRule(t *testing.T) {
 	}
 }
 
-// The number of nodes, and how many answered and can vote.
+// The number of nodes, and how many answered and count as votes: not a replica, nor a node
+// that refuses writes.
 func TestCheckQuorumRule(t *testing.T) {
 	for _, c := range []struct {
 		n, down int
 		replica bool
+		refused error // node 0's refusal of the write probe
 		want    []string
 	}{
-		{1, 0, false, []string{"warn 1 node: its failure stops every lock"}},
-		{2, 0, false, []string{"warn 2 nodes: a quorum is 2, so one failure stops every lock"}},
-		{4, 0, false, []string{"warn 4 nodes: a quorum is 3, which survives 1 failure, as 3 nodes do"}},
-		{5, 0, false, []string{"ok 5 of 5 nodes answered, quorum 3: locks stay available while up to 2 more fail"}},
-		{3, 1, false, []string{"ok 2 of 3 nodes answered, quorum 2: one more failure stops every lock"}},
-		{5, 3, false, []string{"fail 2 of 5 nodes answered, fewer than a quorum (3)"}},
-		{3, 1, true, []string{"fail 1 of the 2 nodes that answered can vote"}},
-		{5, 0, true, []string{"warn 4 of the 5 nodes that answered can vote", "locks survive 1 failure, not 2"}},
+		{1, 0, false, nil, []string{"warn 1 node: its failure stops every lock"}},
+		{2, 0, false, nil, []string{"warn 2 nodes: a quorum is 2, so one failure stops every lock"}},
+		{4, 0, false, nil, []string{"warn 4 nodes: a quorum is 3, which survives 1 failure, as 3 nodes do"}},
+		{5, 0, false, nil, []string{"ok 5 of 5 nodes answered, quorum 3: locks stay available while up to 2 more fail"}},
+		{3, 1, false, nil, []string{"ok 2 of 3 nodes answered, quorum 2: one more failure stops every lock"}},
+		{5, 3, false, nil, []string{"fail 2 of 5 nodes answered, fewer than a quorum (3)"}},
+		{3, 1, true, nil, []string{"fail 1 of the 2 nodes that answered count as votes (node 2 is a replica)"}},
+		{5, 0, true, nil, []string{"warn 4 of the 5 nodes that answered count as votes (node 4 is a replica)", "locks survive 1 failure, not 2"}},
+		{3, 0, false, errors.New("NOREPLICAS Not enough good replicas to write."),
+			[]string{"warn 2 of the 3 nodes that answered count as votes (node 0 refuses writes (NOREPLICAS))"}},
+		{3, 0, true, errors.New("MISCONF Redis is configured to save RDB snapshots"),
+			[]string{"fail 1 of the 3 nodes that answered count as votes (node 0 refuses writes (MISCONF); node 2 is a replica)"}},
+		{3, 0, false, errors.New("ERR unknown command 'evalsha', with args beginning with: "),
+			[]string{"warn 2 of the 3 nodes that answered count as votes (node 0 fails writes (ERR))"}},
+		{3, 0, false, errNoAnswer, []string{"ok 3 of 3 nodes answered"}}, // a write with no reply refuses nothing
 	} {
 		j, rs := judged(c.n, nil)
 		for _, r := range rs[:c.down] {
@@ -169,13 +179,14 @@ func TestCheckQuorumRule(t *testing.T) {
 		if c.replica {
 			rs[c.n-1].info["role"] = "slave"
 		}
+		rs[0].wrote = c.refused
 		var got []string
 		for _, f := range j.quorum() {
 			got = append(got, f.Verdict.String()+" "+f.Detail)
 		}
 		for _, w := range c.want {
 			if !slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, w) }) {
-				t.Errorf("%d nodes, %d down, replica %v: %q, want %q", c.n, c.down, c.replica, got, w)
+				t.Errorf("%d nodes, %d down, replica %v, refused %v: %q, want %q", c.n, c.down, c.replica, c.refused, got, w)
 			}
 		}
 	}

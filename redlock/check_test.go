@@ -20,7 +20,13 @@ import (
 // only the checks of latency find it slow.
 func checkup(t *testing.T, d time.Duration, addrs []string, opts ...redlock.Option) redlock.Checkup {
 	t.Helper()
-	c, err := redlock.New(redistest.Clients(t, addrs...), append([]redlock.Option{redlock.WithNodeTimeout(2 * time.Second)}, opts...)...)
+	return checkNodes(t, d, redistest.Clients(t, addrs...), opts...)
+}
+
+// checkNodes runs Client.Check for d over nodes, with opts after a node timeout of 2 s.
+func checkNodes(t *testing.T, d time.Duration, nodes []redis.UniversalClient, opts ...redlock.Option) redlock.Checkup {
+	t.Helper()
+	c, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(2 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +95,7 @@ func TestCheckHealthy(t *testing.T) {
 	}
 	for i := range ss {
 		expect(t, up, i, "role", redlock.OK, "a master without replicas")
+		expect(t, up, i, "write", redlock.OK, "takes a write")
 		expect(t, up, i, "identity", redlock.OK, "run_id")
 		expect(t, up, i, "persistence", redlock.OK, "appendfsync always")
 		expect(t, up, i, "eviction", redlock.OK, "no maxmemory")
@@ -96,8 +103,8 @@ func TestCheckHealthy(t *testing.T) {
 		expect(t, up, i, "acl", redlock.OK, "user default")
 	}
 	expect(t, up, -1, "quorum", redlock.OK, "5 of 5 nodes answered, quorum 3")
-	if got := len(up.Findings); got != 5*8+1 {
-		t.Errorf("%d findings, want 8 a node and the quorum's: %v", got, up.Findings)
+	if got := len(up.Findings); got != 5*9+1 {
+		t.Errorf("%d findings, want 9 a node and the quorum's: %v", got, up.Findings)
 	}
 }
 
@@ -113,7 +120,44 @@ func TestCheckRole(t *testing.T) {
 	expect(t, up, 4, "role", redlock.Fail, "a replica of "+ss[3].Addr, "READONLY", "never votes")
 	expect(t, up, 0, "role", redlock.Warn, "a master with 1 replica", "longest ttl")
 	expect(t, up, 1, "role", redlock.OK, "a master without replicas")
-	expect(t, up, -1, "quorum", redlock.Warn, "3 of the 5 nodes that answered can vote", "a replica refuses writes", "locks survive 0 failures, not 2")
+	expect(t, up, 3, "write", redlock.Fail, "refuses writes (READONLY You can't write against a read only replica)")
+	expect(t, up, -1, "quorum", redlock.Warn, "3 of the 5 nodes that answered count as votes (node 3 refuses writes (READONLY); "+
+		"node 4 refuses writes (READONLY))", "locks survive 0 failures, not 2")
+}
+
+// A writable replica (replica-read-only no) takes the lock's writes and votes, but a resync from
+// its master wipes its keys, as it does here: it fails role as no independent vote, with those
+// words, and the quorum line counts it as none and says why; one of a master not given, alike.
+func TestCheckWritableReplica(t *testing.T) {
+	t.Parallel()
+	ss := redistest.StartN(t, 3, "--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0")
+	r0 := redistest.Start(t, "--replicaof", "127.0.0.1", port(t, ss[0].Addr), "--replica-read-only", "no")
+	other := redistest.Start(t)
+	out := redistest.Start(t, "--replicaof", "127.0.0.1", port(t, other.Addr), "--replica-read-only", "no")
+	up := checkup(t, 200*time.Millisecond, []string{ss[0].Addr, ss[1].Addr, ss[2].Addr, r0.Addr, out.Addr})
+	expect(t, up, 3, "role", redlock.Fail, "a writable replica of node 0 ("+ss[0].Addr+"), replica-read-only no: it takes the "+
+		"lock's writes and votes, but a resync from node 0 wipes the lock keys it holds", "counts as no vote")
+	expect(t, up, 4, "role", redlock.Fail, "a writable replica of "+other.Addr, "votes, but a resync from its master wipes", "counts as no vote")
+	expect(t, up, 3, "write", redlock.OK, "takes a write")
+	expect(t, up, -1, "quorum", redlock.Warn, "3 of the 5 nodes that answered count as votes (node 3 votes, but is a writable "+
+		"replica: a resync from its master wipes its keys; node 4 votes, but is a writable replica: ", "locks survive 0 failures, not 2")
+
+	// The words hold: a key written on the replica is gone after a full resync from node 0.
+	ctx, master, replica := deadline(t), redistest.Client(t, ss[0].Addr), redistest.Client(t, r0.Addr)
+	redistest.Eventually(t, "the replica is in sync", func() bool {
+		info, _ := replica.Info(ctx, "replication").Result()
+		return strings.Contains(info, "master_link_status:up")
+	})
+	if err := replica.Set(ctx, "deploy", "token", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.Do(ctx, "DEBUG", "CHANGE-REPL-ID").Err(); err != nil { // the next sync is a full one
+		t.Fatal(err)
+	}
+	if err := replica.Do(ctx, "CLIENT", "KILL", "TYPE", "master").Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, "the resync wipes the replica's key", func() bool { return replica.Exists(ctx, "deploy").Val() == 0 })
 }
 
 // One server given twice, under 127.0.0.1 and localhost, fails on its second appearance.
@@ -125,7 +169,7 @@ func TestCheckIdentity(t *testing.T) {
 	expect(t, up, 2, "identity", redlock.Fail, "the same server as node 0 ("+ss[0].Addr+")", "counts twice")
 	expect(t, up, 0, "identity", redlock.OK, "no other node's")
 	expect(t, up, 1, "identity", redlock.OK, "no other node's")
-	expect(t, up, -1, "quorum", redlock.Warn, "2 of the 3 nodes that answered can vote", "a server given twice counts once")
+	expect(t, up, -1, "quorum", redlock.Warn, "2 of the 3 nodes that answered count as votes (node 2 is node 0 again)")
 }
 
 // No AOF and AOF with everysec are warned of, naming the rule of docs/locks.md; AOF with
@@ -208,19 +252,12 @@ func TestCheckCommandsAndACL(t *testing.T) {
 	keysOnly := redistest.StartRestricted(t, "app", "s3cret", "app:*", "other:*")
 	nodes := []redis.UniversalClient{redistest.Client(t, renamed.Addr),
 		redistest.ACLClient(t, full.Addr, "app", "s3cret"), redistest.ACLClient(t, keysOnly.Addr, "app", "s3cret")}
-	c, err := redlock.New(nodes, redlock.WithKeyPrefix("app:"), redlock.WithNodeTimeout(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	up, err := c.Check(deadline(t), 200*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	up := checkNodes(t, 200*time.Millisecond, nodes, redlock.WithKeyPrefix("app:"))
 	expect(t, up, 0, "commands", redlock.Fail, "renamed or missing: EVALSHA:", "rename-command")
+	expect(t, up, 0, "write", redlock.Fail, "the write failed (ERR unknown command 'evalsha'", "counts as no vote")
 	expect(t, up, 0, "acl", redlock.OK, "user default may run") // every command but the one renamed away
 	expect(t, up, 1, "commands", redlock.OK, "EVALSHA, EVAL, SET, PUBLISH, SUBSCRIBE, TIME")
-	expect(t, up, 1, "acl", redlock.OK, `user app may run every command the library sends on the keys and channels "app:*"`)
+	expect(t, up, 1, "acl", redlock.OK, `user app may run every command the library sends on each kind of key (13) and channel (2) it touches, all "app:*"`)
 	expect(t, up, 2, "acl", redlock.Fail, "user app is refused PUBLISH, SUBSCRIBE", "'app:~redlock:released", "channel", "&app:*")
 }
 
@@ -245,7 +282,7 @@ func TestCheckReachAndQuorum(t *testing.T) {
 		}
 	}
 	// The summary names the failures (and on a machine busy enough, latency beside them).
-	if sum := up.Summary(); !strings.Contains(sum, " of 20 checks failed (node 0 reach, ") || !strings.Contains(sum, "node 3 reach, node 4 reach, quorum)") {
+	if sum := up.Summary(); !strings.Contains(sum, " of 22 checks failed (node 0 reach, ") || !strings.Contains(sum, "node 3 reach, node 4 reach, quorum)") {
 		t.Errorf("summary %q", sum)
 	}
 

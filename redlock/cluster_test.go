@@ -424,10 +424,10 @@ func TestNewClusterErrors(t *testing.T) {
 }
 
 // testPrimitivesOn runs each primitive of c1 on key, with c2 as another process; both wait
-// for releases by announcement only.
+// for releases by announcement only, and every call of theirs ends within the test's deadline.
 func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := deadline(t)
 	// waited runs acquire in the background and returns a channel that receives its error
 	// once it acquired and released, after the caller's release.
 	waited := func(acquire func(context.Context, time.Duration) (*redlock.Lock, error)) <-chan error {

@@ -19,10 +19,12 @@ import (
 const doctorUsage = `usage: redlock doctor (--nodes URL,URL,... | --cluster URL --votes N) [--for D] [-json]
 
 Checks the nodes against every assumption the Redlock guarantee rests on, reading each node
-for --for: role (independent masters, no replicas), identity (no server given twice; with
---cluster, the votes' slots), persistence, eviction, clock (rate against this machine's, and
-offsets), latency (against --node-timeout), commands (none renamed) and acl (ACL DRYRUN on
-the prefix's keys and channels); and for the whole set, quorum. A node that does not answer
+for --for: role (independent masters, no replicas), write (a write goes through: no
+READONLY, NOREPLICAS, MISCONF or OOM), identity (no server given twice; with --cluster, the
+votes' slots), persistence, eviction, clock (rate against this machine's, and offsets),
+latency (against --node-timeout), commands (none renamed) and acl (ACL DRYRUN on every kind
+of key and channel the library touches under the prefix); and for the whole set, quorum (the
+nodes that count as votes). A node that does not answer
 gets a line of its own, reach, and the others are still checked. Each line says ok, warn or
 fail, and for warn and fail what to change. -json prints one object a line:
 {"node": N, "addr": URL, "check": NAME, "verdict": "ok"|"warn"|"fail", "detail": TEXT},
@@ -85,19 +87,15 @@ func (dr *doctorRun) parseArgs(fs *flag.FlagSet, args []string) ([]node, error) 
 	return dr.parse()
 }
 
-// run checks the nodes, prints the findings and returns the exit status.
+// run checks the nodes, prints the findings and returns the exit status. With --nodes, a PING
+// of every node, as exec's, runs beside the checks: it tells credentials refused and TLS that
+// fails apart, and it waits for a node no longer than Check does (the node timeout, twice for
+// a TLS node that fails), so that the command keeps Check's bound. With --cluster, it comes
+// first: the votes cannot be placed on a cluster that refuses the credentials.
 func (dr *doctorRun) run(ctx context.Context, nodes []node, cs []redis.UniversalClient, stdout, stderr io.Writer) int {
-	// A PING first, as exec's: credentials refused and TLS that fails are told apart here.
-	pinged := ping(ctx, cs, nodes, dr.nodeTimeout)
-	refused := 0
-	for _, err := range pinged {
-		if authFailure(err) {
-			refused++
-		}
-	}
-	noPerm := len(cs)-refused < quorum.Of(len(cs))
 	if dr.cluster != "" {
-		if noPerm {
+		pinged := ping(ctx, cs, nodes, dr.nodeTimeout)
+		if noPerm(pinged) {
 			fmt.Fprintf(stderr, "redlock doctor: %s: %v\n", nodes[0].name, pinged[0])
 			return exitNoPerm
 		}
@@ -106,9 +104,35 @@ func (dr *doctorRun) run(ctx context.Context, nodes []node, cs []redis.Universal
 			fmt.Fprintf(stderr, "redlock doctor: %v\n", err)
 			return exitTempFail
 		}
-		nodes, pinged = votes, nil
+		up, err := dr.check(ctx, cs)
+		return dr.report(up, err, votes, nil, stdout, stderr)
 	}
+	var pinged []error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pinged = ping(ctx, cs, nodes, dr.nodeTimeout)
+	}()
 	up, err := dr.check(ctx, cs)
+	<-done
+	return dr.report(up, err, nodes, pinged, stdout, stderr)
+}
+
+// noPerm reports whether so many nodes refused the credentials or failed TLS, by their
+// PINGs' errors, that no quorum is possible.
+func noPerm(pinged []error) bool {
+	refused := 0
+	for _, err := range pinged {
+		if authFailure(err) {
+			refused++
+		}
+	}
+	return len(pinged)-refused < quorum.Of(len(pinged))
+}
+
+// report prints what Check found on nodes, each node's failure to answer told as its PING's
+// (pinged, nil for none), and returns the exit status.
+func (dr *doctorRun) report(up redlock.Checkup, err error, nodes []node, pinged []error, stdout, stderr io.Writer) int {
 	if len(up.Findings) == 0 {
 		fmt.Fprintf(stderr, "redlock doctor: %v\n", err)
 		return exitTempFail
@@ -123,7 +147,7 @@ func (dr *doctorRun) run(ctx context.Context, nodes []node, cs []redis.Universal
 	} else {
 		printFindings(stdout, up, nodes, dr.d)
 	}
-	if noPerm {
+	if pinged != nil && noPerm(pinged) {
 		return exitNoPerm
 	}
 	return doctorStatus(up, len(nodes))

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quorumlock/redlock/internal/redistest"
 )
@@ -38,7 +39,7 @@ func TestDoctor(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "doctor", "--nodes", nodes, "--for", "300ms", "--node-timeout", "2s")
 	if code != 1 || !strings.Contains(stdout, "NODE  CHECK        VERDICT  DETAIL") ||
 		!strings.Contains(stdout, "node 1: redis://alice:xxxxx@") || !strings.Contains(stdout, "\n1     eviction     fail     maxmemory 10.00M with allkeys-lru") ||
-		!strings.Contains(stdout, "\n-     quorum       ok       3 of 3 nodes answered") || !strings.Contains(stdout, "1 of 25 checks failed (node 1 eviction)") {
+		!strings.Contains(stdout, "\n-     quorum       ok       3 of 3 nodes answered") || !strings.Contains(stdout, "1 of 28 checks failed (node 1 eviction)") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	noPassword(t, stdout, stderr)
@@ -50,7 +51,7 @@ func TestDoctor(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
-		checks := []string{"role", "identity", "persistence", "eviction", "clock", "latency", "commands", "acl"}
+		checks := []string{"role", "write", "identity", "persistence", "eviction", "clock", "latency", "commands", "acl"}
 		switch {
 		case !slices.Contains([]string{"ok", "warn", "fail"}, f.Verdict):
 			t.Errorf("verdict %q in %q", f.Verdict, sc.Text())
@@ -62,13 +63,13 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("eviction: %q", sc.Text())
 		}
 	}
-	if code != 1 || lines != 25 {
+	if code != 1 || lines != 28 {
 		t.Errorf("-json: exit %d, %d lines:\n%s", code, lines, stdout)
 	}
 	noPassword(t, stdout)
 
 	code, _, stderr = runCLI(t, "status", "--nodes", nodes, "--key", "k", "--node-timeout", "2s")
-	if code != 0 || !strings.Contains(stderr, "doctor: 1 of 25 checks failed (node 1 eviction); ") {
+	if code != 0 || !strings.Contains(stderr, "doctor: 1 of 28 checks failed (node 1 eviction); ") {
 		t.Errorf("status: exit %d, stderr %q", code, stderr)
 	}
 	healthy := strings.Join([]string{urls[0], urls[2], aclURLs(t, aof)[0]}, ",")
@@ -131,4 +132,33 @@ func TestDoctorOnVotes(t *testing.T) {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	noPassword(t, stdout, stderr)
+}
+
+// With a node stopped (SIGSTOP: it takes connections and answers nothing) or killed (its
+// connections refused), redlock doctor returns within the bound that Client.Check documents,
+// the longer of --for and twice --node-timeout, with a second's slack for a busy machine: the
+// PING that tells refused credentials apart runs beside the checks, not a node timeout before.
+func TestDoctorKeepsTheBoundOfCheck(t *testing.T) {
+	t.Parallel()
+	const d, nodeTimeout, slack = 4 * time.Second, 2 * time.Second, time.Second
+	bound := max(d, 2*nodeTimeout)
+	for _, how := range []string{"stopped", "killed"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			ss := redistest.StartN(t, 3)
+			if how == "stopped" {
+				ss[2].Pause(t)
+			} else {
+				ss[2].Kill()
+			}
+			urls := "redis://" + strings.Join(redistest.Addrs(ss), ",redis://")
+			start := time.Now()
+			code, stdout, stderr := runCLI(t, "doctor", "--nodes", urls, "--for", d.String(), "--node-timeout", nodeTimeout.String())
+			took := time.Since(start)
+			t.Logf("took %v, bound %v", took.Round(time.Millisecond), bound)
+			if took > bound+slack || code != 1 || !strings.Contains(stdout, "\n2     reach        fail     no answer: ") {
+				t.Errorf("took %v (bound %v, slack %v), exit %d\nstdout:\n%s\nstderr:\n%s", took.Round(time.Millisecond), bound, slack, code, stdout, stderr)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/quorumlock/redlock/internal/keyslot"
@@ -118,6 +119,41 @@ func (n Names) Channel() string { return n.prefix + Reserved + "released" }
 // ClientChannel returns the channel on which releases are announced to the Client with id:
 // the channel, a colon and the id (queue.lua writes it so).
 func (n Names) ClientChannel(id string) string { return n.Channel() + ":" + id }
+
+// Probe returns the key on which Client.Check tries a write: a companion of the queue's kind to
+// a name that starts with Reserved, which no lock may have (CheckKey), so that the probe touches
+// no lock's keys and an ACL that lets the library use its queues lets it write there.
+func (n Names) Probe() string { return n.Companion("queue", Reserved+"doctor") }
+
+// Channels returns every channel a Client with id touches: Channel, and the ClientChannel of id
+// (a Client announces on other Clients' channels too, named as its own).
+func (n Names) Channels(id string) []string { return []string{n.Channel(), n.ClientChannel(id)} }
+
+// Every returns every key the library keeps for the name key, whatever it names (a lock, a
+// semaphore, a read-write lock, an election): the string fields of Mutex, Semaphore, RWMutex
+// and Election, in that order. A field added to one of those is in it with no more ado; a new
+// kind of keys goes in the list below (TestEveryNamesEveryKey fails until it does).
+func (n Names) Every(key string) []string {
+	var names []string
+	for _, keys := range []any{n.Mutex(key), n.Semaphore(key), n.RWMutex(key), n.Election(key)} {
+		names = appendFields(names, reflect.ValueOf(keys))
+	}
+	return names
+}
+
+// appendFields appends the string fields of struct v to names, those of its struct fields
+// (an embedded MutexKeys) in their place.
+func appendFields(names []string, v reflect.Value) []string {
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.String:
+			names = append(names, f.String())
+		case reflect.Struct:
+			names = appendFields(names, f)
+		}
+	}
+	return names
+}
 
 // MutexKeys are the keys of a single-key lock: the lock key, its line of waiters (two sorted
 // sets, see queue.lua) and, with fencing, its counter ("" without).
