@@ -3,13 +3,10 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	mrand "math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -314,138 +311,6 @@ func (c *Client) abandon(ctx context.Context, w *waiter) {
 		rd := round[struct{}]{c: c, op: NodeRelease, cmd: w.abandon, decode: decodeHeld, wait: c.nodeTimeout, need: len(c.nodes)}
 		rd.ask(context.WithoutCancel(ctx)).rest(nil)
 	}
-}
-
-// try makes one attempt: the acquiring command on every node at once, a decision at the
-// spec's quorum within the validity, and the roll-back of every node that may hold it when the
-// decision is no.
-func (k *contender) try(ctx context.Context) (*Lock, result) {
-	c := k.c
-	if err := c.enter(); err != nil {
-		r := result{err: errors.Join(ErrNotAcquired, err)}
-		c.decided(ctx, 0, 0, r.err)
-		return nil, r
-	}
-	defer c.leave()
-	a := attempt{token: wire.Token(newToken(), k.s.multi, c.owner), ttl: k.ttl}
-	if k.w != nil {
-		a.waiter, a.place, a.lease = k.w.name, k.place, c.lease()
-		c.listener.forget(k.w)
-	}
-	start := c.clock.Now()
-	until := clock.Deadline(start, k.ttl, c.driftFactor)
-	rd := round[wire.Grant]{c: c, op: NodeAcquire, cmd: k.s.ops.acquire(a), decode: decodeGrant,
-		wait: min(c.nodeTimeout, until.Sub(start)), need: k.s.need, stop: c.done}
-	out := rd.ask(ctx)
-	l, err := k.grant(ctx, a, out, start, until)
-	if l != nil {
-		out.rest(l.late)
-		return l, result{}
-	}
-	if k.w != nil && len(out.Pending) > 0 && ctx.Err() == nil && !closed(c.done) {
-		// Count the votes still in flight, at most as long again, for a true count.
-		out.linger(c, max(c.clock.Now().Sub(start), minSplitUnit))
-	}
-	settled := k.rollback(ctx, a, out)
-	r := result{settled: settled, err: errors.Join(append([]error{ErrNotAcquired, err}, nodeErrors(c, ctx, out.Outcome, rd.wait)...)...),
-		votes: votes(out.Outcome), elapsed: c.clock.Now().Sub(start), ahead: ahead(out.Outcome),
-		expiry: expiry(out.Outcome, k.s.need)}
-	c.log.DebugContext(ctx, "redlock: not acquired", "kind", k.s.kind, "key", k.s.key, "votes", r.votes, "err", r.err)
-	c.decided(ctx, r.votes, r.elapsed, r.err)
-	return nil, r
-}
-
-// grant returns the Lock when out reached the quorum within the validity (and, with fencing,
-// so did its second round), else nil and why (nil for a plain refusal).
-func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant], start, until time.Time) (*Lock, error) {
-	c := k.c
-	now := c.clock.Now()
-	switch {
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case out.Stopped && closed(c.done):
-		return nil, ErrClosed
-	case !out.Quorum:
-		return nil, nil
-	case !now.Before(until):
-		return nil, fmt.Errorf("redlock: quorum reached after %v, past the validity", now.Sub(start))
-	}
-	var fence uint64
-	if k.s.fence != nil {
-		var err error
-		if fence, err = k.fence(ctx, a.token, out.Replies, until); err != nil {
-			return nil, err
-		}
-		now = c.clock.Now()
-	}
-	l := &Lock{c: c, spec: k.s, token: a.token, waiter: a.waiter, fence: fence, acquired: now, until: until,
-		ttl: k.ttl, pending: out.Pending}
-	c.track(l)
-	c.decided(ctx, votes(out.Outcome), now.Sub(start), nil)
-	return l, nil
-}
-
-// rollback releases the failed attempt a wherever it may have landed: every node but those
-// that clearly refused. A node whose call has not returned yet is released once it has (so
-// that the release does not overtake the acquisition), whatever it returned but a clear no:
-// a reply lost on the way, which the client ends with a timeout, is not a no. It returns a
-// channel closed once every release it sent has been answered, nil when it sent none.
-//
-// A node that said yes makes it a split vote: the Client's next Lock of the key then takes its
-// place in line from its first attempt, rather than split the vote again.
-func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Grant]) <-chan struct{} {
-	c := k.c
-	cmd := k.s.ops.rollback(a, c.channel)
-	var left countdown
-	left.add(1 + len(out.Pending)) // one for the replies in, until they are all handed on
-	undo := func(rep quorum.Reply[wire.Grant]) {
-		if rep.Err == nil {
-			c.recent.mark(k.s.wake[0], c.clock.Now().Add(k.ttl))
-		}
-		if !errors.Is(rep.Err, errTaken) {
-			left.add(1)
-			c.undo(ctx, rep.Node, cmd, a.ttl, left.done)
-		}
-	}
-	for _, rep := range out.Replies {
-		undo(rep)
-	}
-	out.rest(func(rep quorum.Reply[wire.Grant]) {
-		undo(rep)
-		left.done()
-	})
-	if left.done() {
-		return nil
-	}
-	return left.zero
-}
-
-// A countdown closes zero when as many done calls as added have been made.
-type countdown struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{}
-}
-
-func (d *countdown) add(n int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.zero == nil {
-		d.zero = make(chan struct{})
-	}
-	d.n += n
-}
-
-// done counts one down and reports whether that was the last.
-func (d *countdown) done() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.n--
-	if d.n == 0 {
-		close(d.zero)
-		return true
-	}
-	return false
 }
 
 func (c *Client) retryDelay() time.Duration {
