@@ -150,7 +150,8 @@ type Leader struct {
 }
 
 // A Term is one leader's term, from Campaign, TryCampaign or Lead. Its methods are safe for
-// concurrent use.
+// concurrent use. A nil *Term, what a failed campaign returns, is no term and never panics, as
+// a nil *Lock.
 type Term struct {
 	e *Election
 	l *Lock
@@ -162,6 +163,9 @@ type Term struct {
 
 // Value returns the leader's value, as the last successful Proclaim (or the campaign) set it.
 func (t *Term) Value() string {
+	if t == nil {
+		return ""
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.value
@@ -169,26 +173,38 @@ func (t *Term) Value() string {
 
 // Term returns the term's number: it strictly increases from one leader of the election to the
 // next (not consecutively), and serves as a fencing token.
-func (t *Term) Term() uint64 { return t.l.Fence() }
+func (t *Term) Term() uint64 { return t.lock().Fence() }
 
 // Until returns the end of the term's drift-corrected validity on the local clock, as Lock.Until.
-func (t *Term) Until() time.Time { return t.l.Until() }
+func (t *Term) Until() time.Time { return t.lock().Until() }
 
 // Lost returns a channel that is closed when the term can no longer be proved held: before
 // anyone else can be elected. It closes too when the term ends by Resign or Close. Like
 // Lock.Lost it reads the clock: a call made once Until has passed returns it closed, even in a
 // process that was paused and has not run its timers yet.
-func (t *Term) Lost() <-chan struct{} { return t.l.Lost() }
+func (t *Term) Lost() <-chan struct{} { return t.lock().Lost() }
 
 // Resign ends the term, and the next candidate in line leads at once. After the term ended, it
 // returns an error wrapping ErrNotHeld.
-func (t *Term) Resign(ctx context.Context) error { return t.l.Unlock(ctx) }
+func (t *Term) Resign(ctx context.Context) error { return t.lock().Unlock(ctx) }
+
+// lock returns the term's lock, nil for a nil *Term (a failed campaign's), whose methods then
+// hold nothing and never panic, as a nil *Lock's.
+func (t *Term) lock() *Lock {
+	if t == nil {
+		return nil
+	}
+	return t.l
+}
 
 // Proclaim sets the leader's value, keeping the term. It succeeds when a quorum of nodes stored
 // it within the term's validity; otherwise it returns an error wrapping ErrNotHeld (the term
 // ended) or ErrNoQuorum (too few nodes answered; some may show the new value). An empty value,
 // or one longer than 64 KiB, is an error that sends nothing.
 func (t *Term) Proclaim(ctx context.Context, value string) error {
+	if t == nil {
+		return errNilLock
+	}
 	if err := checkValue(value); err != nil {
 		return err
 	}

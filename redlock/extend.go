@@ -18,6 +18,9 @@ import (
 // ErrNoQuorum when too few answered to tell; either wraps a *NodeError for each node that
 // failed. A lock that ended is not extended: acquire it again.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if l == nil {
+		return errNilLock
+	}
 	c := l.c
 	ctx, call := c.begin(ctx, OpExtend, l.spec)
 	err := l.extend(ctx, ttl)

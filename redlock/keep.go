@@ -12,7 +12,12 @@ import (
 // or one found the key gone). Lost then closes and Err says why. It returns at once; it fails
 // for a ttl as Lock refuses it, a lock that ended, or a closed Client. Calling it again while
 // the lock is kept does nothing.
-func (l *Lock) KeepAlive(ttl time.Duration) error { return l.keepAlive(l.c.ctx, ttl) }
+func (l *Lock) KeepAlive(ttl time.Duration) error {
+	if l == nil {
+		return errNilLock
+	}
+	return l.keepAlive(l.c.ctx, ttl)
+}
 
 // keepAlive is KeepAlive, whose Extend calls carry ctx's values (not its cancellation): Do's
 // extensions are reported as part of Do.

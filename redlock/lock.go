@@ -15,7 +15,9 @@ import (
 
 // A Lock is one acquisition: of a key by Client.Lock, TryLock, Do or Resume, of a permit of a
 // Semaphore, of an RWMutex for reading or writing, or of several keys by LockAll. Its methods
-// are safe for concurrent use.
+// are safe for concurrent use. A nil *Lock, what a failed acquisition returns, holds nothing and
+// never panics: its accessors return zero values, Lost a closed channel, Context its ctx, and
+// Err, Unlock, Extend, KeepAlive and Orphan an error wrapping ErrNotHeld.
 type Lock struct {
 	c        *Client
 	spec     *spec
@@ -45,11 +47,25 @@ type Lock struct {
 	re atomic.Pointer[reentry]
 }
 
+// errNilLock is the error of a nil *Lock's methods, and gone its Lost channel.
+var (
+	errNilLock = fmt.Errorf("%w: a nil *Lock, as a failed acquisition returns", ErrNotHeld)
+	gone       = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+)
+
 // Key returns the key as given (the first of LockAll's keys), without the client's prefix.
-func (l *Lock) Key() string { return l.spec.key }
+func (l *Lock) Key() string {
+	if l == nil {
+		return ""
+	}
+	return l.spec.key
+}
 
 // Keys returns every key the lock holds, as given: LockAll's keys, or [Key()].
 func (l *Lock) Keys() []string {
+	if l == nil {
+		return nil
+	}
 	if l.spec.keys != nil {
 		return slices.Clone(l.spec.keys)
 	}
@@ -58,18 +74,31 @@ func (l *Lock) Keys() []string {
 
 // Token returns the value stored under the key on the nodes: 128 random bits, base64url, new
 // for every acquisition. Whoever has it can take the lock over (Client.Resume).
-func (l *Lock) Token() string { return l.token }
+func (l *Lock) Token() string {
+	if l == nil {
+		return ""
+	}
+	return l.token
+}
 
 // Fence returns the lock's fencing token, or 0 unless the Client was made WithFencing and the
 // lock was acquired by Client.Lock, TryLock or Do. Fencing tokens of one key strictly increase
 // from one acquisition to the next, by any client: a resource that refuses a token lower than
 // the highest it has accepted refuses a holder whose lock has expired (see WithFencing for the
 // assumptions).
-func (l *Lock) Fence() uint64 { return l.fence }
+func (l *Lock) Fence() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.fence
+}
 
 // Until returns the end of the lock's drift-corrected validity on the local clock: the last
 // Lock or successful Extend's start + ttl - drift. Past it, the holder must assume the lock lost.
 func (l *Lock) Until() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
 	if outer := l.reentered(); outer != nil {
 		return outer.Until()
 	}
@@ -88,6 +117,9 @@ func (l *Lock) Until() time.Time {
 // once the validity has passed returns the channel closed. To ask whether the lock is held
 // now, call Lost (or Err) again rather than keep a channel from an earlier call.
 func (l *Lock) Lost() <-chan struct{} {
+	if l == nil {
+		return gone
+	}
 	outer := l.reentered()
 	if outer != nil {
 		outer.Lost() // its timer ends it, and so l, at the end of its validity
@@ -113,6 +145,9 @@ func (l *Lock) Lost() <-chan struct{} {
 // error wrapping ErrNotHeld that says how (with the nodes' errors of the last failed Extend);
 // once Close released it, an error wrapping ErrClosed.
 func (l *Lock) Err() error {
+	if l == nil {
+		return errNilLock
+	}
 	outer := l.reentered()
 	if outer != nil {
 		outer.Err() // ends it, and so l, once its validity passed
@@ -199,6 +234,9 @@ func (l *Lock) endedAt(now time.Time) bool {
 // by the node timeout instead. Nodes that answer after the decision are still released. The
 // release wakes the next waiter.
 func (l *Lock) Unlock(ctx context.Context) error {
+	if l == nil {
+		return errNilLock
+	}
 	c := l.c
 	ctx, call := c.begin(ctx, OpUnlock, l.spec)
 	var err error

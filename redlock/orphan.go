@@ -31,6 +31,9 @@ import (
 // returns an error wrapping ErrNotHeld, too, when so many nodes hold another's key that no
 // quorum holds the lock: it was lost.
 func (l *Lock) Orphan(ctx context.Context) error {
+	if l == nil {
+		return errNilLock
+	}
 	if l.reentered() != nil {
 		return l.leave() // a re-entry's handle counts down
 	}

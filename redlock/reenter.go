@@ -61,6 +61,9 @@ type reentry struct {
 // whatever handles are still open: their Lost channels then close, their Err and their Unlock
 // return an error wrapping ErrNotHeld, and an inner Do's fn sees its context cancelled.
 func (l *Lock) Context(ctx context.Context) context.Context {
+	if l == nil {
+		return ctx
+	}
 	l = l.outermost()
 	first, _ := ctx.Value(heldKey{}).(*held)
 	for h := first; h != nil; h = h.next {
