@@ -10,6 +10,7 @@ import (
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // try makes one attempt: the acquiring command on every node at once, a decision at the
@@ -30,7 +31,7 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 	}
 	start := c.clock.Now()
 	until := clock.Deadline(start, k.ttl, c.driftFactor)
-	rd := round[wire.Grant]{c: c, op: NodeAcquire, cmd: k.s.ops.acquire(a), decode: decodeGrant,
+	rd := round[wire.Grant]{c: c, op: locktrace.NodeAcquire, cmd: k.s.ops.acquire(a), decode: decodeGrant,
 		wait: min(c.nodeTimeout, until.Sub(start)), need: k.s.need, stop: c.done}
 	out := rd.ask(ctx)
 	l, err := k.grant(ctx, a, out, start, until)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // boundsNodeTimeout is the node timeout of the tests below: long against the machine's
@@ -150,9 +151,9 @@ func boundsClient(t *testing.T, ss []*redistest.Server, waiting chan<- struct{})
 	}
 	c, err := redlock.New(redistest.Clients(t, redistest.Addrs(ss)...), redlock.WithNodeTimeout(boundsNodeTimeout),
 		redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond),
-		redlock.WithObserver(redlock.Observer{
-			Waiting: func(context.Context, redlock.Call) { tell(waiting) },
-			Round: func(_ context.Context, r redlock.Round) {
+		redlock.WithObserver(locktrace.Observer{
+			Waiting: func(context.Context, locktrace.Call) { tell(waiting) },
+			Round: func(_ context.Context, r locktrace.Round) {
 				if r.Elapsed >= boundsNodeTimeout {
 					tell(timedOut)
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // A contender is one acquiring call while it runs: what it acquires and for how long, its
@@ -25,7 +26,7 @@ type contender struct {
 	c     *Client
 	s     *spec
 	ttl   time.Duration
-	call  Call            // as reported to the Observer
+	call  locktrace.Call  // as reported to the Observer
 	w     *waiter         // set once it waits
 	ready <-chan struct{} // closed once the Client hears releases
 	place int64           // its place in line: when it began waiting
@@ -56,16 +57,16 @@ type result struct {
 
 // lock acquires what s says for ttl, waiting: the Lock of every primitive.
 func (c *Client) lock(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
-	return c.contend(ctx, OpLock, s, ttl, (*contender).acquire)
+	return c.contend(ctx, locktrace.OpLock, s, ttl, (*contender).acquire)
 }
 
 // try makes one attempt to acquire what s says for ttl: the TryLock of every primitive.
 func (c *Client) try(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
-	return c.contend(ctx, OpTryLock, s, ttl, (*contender).once)
+	return c.contend(ctx, locktrace.OpTryLock, s, ttl, (*contender).once)
 }
 
 // contend checks s and ttl, then acquires with how, reporting the call as op.
-func (c *Client) contend(ctx context.Context, op Op, s *spec, ttl time.Duration, how func(*contender, context.Context) (*Lock, error)) (*Lock, error) {
+func (c *Client) contend(ctx context.Context, op locktrace.Op, s *spec, ttl time.Duration, how func(*contender, context.Context) (*Lock, error)) (*Lock, error) {
 	ctx, call := c.begin(ctx, op, s)
 	var l *Lock
 	err := c.check(s, ttl)
@@ -308,7 +309,7 @@ func closed(done <-chan time.Time) bool {
 // node timeout.
 func (c *Client) abandon(ctx context.Context, w *waiter) {
 	if w.ok {
-		rd := round[struct{}]{c: c, op: NodeRelease, cmd: w.abandon, decode: decodeHeld, wait: c.nodeTimeout, need: len(c.nodes)}
+		rd := round[struct{}]{c: c, op: locktrace.NodeRelease, cmd: w.abandon, decode: decodeHeld, wait: c.nodeTimeout, need: len(c.nodes)}
 		rd.ask(context.WithoutCancel(ctx)).rest(nil)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // ErrNoLeader is returned by Election.Leader when no quorum of nodes holds the election under
@@ -64,7 +65,7 @@ func (o electionOps) rollback(a attempt, channel string) command {
 // spec returns the spec of a campaign for value.
 func (e *Election) spec(value string) *spec {
 	c := e.c
-	return &spec{kind: KindElection, key: e.name, need: c.quorum, wake: []string{e.keys.Lock},
+	return &spec{kind: locktrace.KindElection, key: e.name, need: c.quorum, wake: []string{e.keys.Lock},
 		ops: electionOps{mutexOps{e.keys.MutexKeys}, e.keys},
 		fence: func(token string, term uint64) command {
 			return run(wire.ElectScript, wire.Elect{Keys: e.keys, Token: token, Term: term, Version: 1, Value: value, Channel: c.channel})
@@ -222,7 +223,7 @@ func (t *Term) Proclaim(ctx context.Context, value string) error {
 	until := l.Until()
 	cmd := run(wire.ElectScript, wire.Elect{Keys: t.e.keys, Token: l.token, Term: l.fence, Version: t.version + 1,
 		Value: value, Channel: c.channel})
-	rd := round[struct{}]{c: c, op: NodeFence, cmd: cmd, decode: decodeHeld, wait: min(c.nodeTimeout, until.Sub(start)), need: l.spec.need}
+	rd := round[struct{}]{c: c, op: locktrace.NodeFence, cmd: cmd, decode: decodeHeld, wait: min(c.nodeTimeout, until.Sub(start)), need: l.spec.need}
 	out := rd.ask(ctx)
 	out.rest(nil)
 	if out.Quorum && c.clock.Now().Before(until) {

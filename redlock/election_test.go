@@ -10,6 +10,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // candidates returns n Clients over ms, as n processes would have, each woken only by releases
@@ -43,9 +44,9 @@ func election(t *testing.T, c *redlock.Client, ttl time.Duration) *redlock.Elect
 func TestElectionObserveAndLeader(t *testing.T) {
 	ms := redistest.Minis(t, 3)
 	renewed := make(chan struct{}, 16)
-	cs := candidates(t, ms, 2, redlock.WithObserver(redlock.Observer{
-		End: func(_ context.Context, call redlock.Call, r redlock.Return) {
-			if call.Op == redlock.OpExtend && r.Outcome == redlock.OutcomeOK {
+	cs := candidates(t, ms, 2, redlock.WithObserver(locktrace.Observer{
+		End: func(_ context.Context, call locktrace.Call, r locktrace.Return) {
+			if call.Op == locktrace.OpExtend && r.Outcome == locktrace.OutcomeOK {
 				select {
 				case renewed <- struct{}{}:
 				default:

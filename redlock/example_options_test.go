@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // A prefix goes before every key the Client stores, so that an ACL can give a Client's user
@@ -96,12 +97,12 @@ func ExampleWithLogger() {
 func ExampleWithObserver() {
 	nodes, stop := masters(3)
 	defer stop()
-	ended := make(chan redlock.Holding, 1)
-	observer := redlock.Observer{
-		End: func(_ context.Context, call redlock.Call, r redlock.Return) {
+	ended := make(chan locktrace.Holding, 1)
+	observer := locktrace.Observer{
+		End: func(_ context.Context, call locktrace.Call, r locktrace.Return) {
 			fmt.Println(call.Op, call.Kind, call.Key, "quorum", call.Quorum, "outcome", r.Outcome)
 		},
-		Ended: func(h redlock.Holding) { ended <- h },
+		Ended: func(h locktrace.Holding) { ended <- h },
 	}
 	locker, err := redlock.New(nodes, redlock.WithObserver(observer))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // Extend gives the lock a new ttl from now, on every node where it still holds this lock's
@@ -22,7 +23,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return errNilLock
 	}
 	c := l.c
-	ctx, call := c.begin(ctx, OpExtend, l.spec)
+	ctx, call := c.begin(ctx, locktrace.OpExtend, l.spec)
 	err := l.extend(ctx, ttl)
 	c.end(ctx, call, err)
 	return err
@@ -69,7 +70,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 // not have landed yet.
 func (c *Client) renew(ctx context.Context, s *spec, token string, ttl time.Duration, start time.Time, pending func() []int) (time.Time, error) {
 	until := clock.Deadline(start, ttl, c.driftFactor)
-	rd := round[struct{}]{c: c, op: NodeExtend, cmd: s.ops.extend(token, ttl), decode: decodeHeld,
+	rd := round[struct{}]{c: c, op: locktrace.NodeExtend, cmd: s.ops.extend(token, ttl), decode: decodeHeld,
 		wait: min(c.nodeTimeout, until.Sub(start)), need: s.need}
 	out := rd.ask(ctx)
 	out.rest(nil)

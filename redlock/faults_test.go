@@ -18,6 +18,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // A panic in Do's fn releases the lock, as defer mu.Unlock() would, and goes on to Do's caller:
@@ -227,7 +228,7 @@ func TestRealServersNodeErrorsCarryNoToken(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var seen []string
-	obs := redlock.Observer{NodeReply: func(_ context.Context, r redlock.NodeReply) {
+	obs := locktrace.Observer{NodeReply: func(_ context.Context, r locktrace.NodeReply) {
 		if r.Err != nil {
 			mu.Lock()
 			seen = append(seen, r.Err.Error())

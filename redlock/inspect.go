@@ -10,6 +10,7 @@ import (
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // An Inspection is what the nodes hold under a key, as Client.Inspect read it.
@@ -116,7 +117,7 @@ func (c *Client) read(ctx context.Context, in wire.Inspect) (replies []quorum.Re
 		return nil, start, err
 	}
 	defer c.leave()
-	rd := round[wire.Reading]{c: c, op: NodeRead, cmd: run(wire.InspectScript, in), decode: wire.DecodeReading, wait: c.nodeTimeout}
+	rd := round[wire.Reading]{c: c, op: locktrace.NodeRead, cmd: run(wire.InspectScript, in), decode: wire.DecodeReading, wait: c.nodeTimeout}
 	start = c.clock.Now()
 	callCtx, cancel := context.WithTimeout(ctx, rd.wait)
 	defer cancel() // ends only the calls still out at the deadline

@@ -15,6 +15,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // realCluster starts five redis-server processes and a Client over go-redis clients built with
@@ -182,9 +183,9 @@ func TestRealServersCancelledAttemptLeavesNoKey(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var answered atomic.Int32
-	ss, nodes, c := realCluster(t, redlock.WithNodeTimeout(time.Hour), redlock.WithObserver(redlock.Observer{
-		NodeReply: func(_ context.Context, r redlock.NodeReply) {
-			if r.Op == redlock.NodeAcquire && answered.Add(1) == 2 {
+	ss, nodes, c := realCluster(t, redlock.WithNodeTimeout(time.Hour), redlock.WithObserver(locktrace.Observer{
+		NodeReply: func(_ context.Context, r locktrace.NodeReply) {
+			if r.Op == locktrace.NodeAcquire && answered.Add(1) == 2 {
 				cancel() // the running nodes answered; the calls to the stopped ones are in flight
 			}
 		},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // KeepAlive keeps the lock held: it extends it by ttl whenever a third of the ttl is left, and
@@ -77,7 +79,7 @@ func (l *Lock) keep(ctx context.Context, ttl time.Duration, lost <-chan struct{}
 // do acquires what s says like Lock, runs fn while keeping the lock, and releases the lock when
 // fn returns or panics (see Client.Do).
 func (c *Client) do(ctx context.Context, s *spec, ttl time.Duration, fn func(ctx context.Context) error) error {
-	ctx, call := c.begin(ctx, OpDo, s)
+	ctx, call := c.begin(ctx, locktrace.OpDo, s)
 	err := errors.New("redlock: nil fn")
 	if fn != nil {
 		var l *Lock

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // A Lock is one acquisition: of a key by Client.Lock, TryLock, Do or Resume, of a permit of a
@@ -238,7 +239,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return errNilLock
 	}
 	c := l.c
-	ctx, call := c.begin(ctx, OpUnlock, l.spec)
+	ctx, call := c.begin(ctx, locktrace.OpUnlock, l.spec)
 	var err error
 	if l.reentered() != nil {
 		err = l.leave() // a re-entry's handle counts down
@@ -289,7 +290,7 @@ func (l *Lock) endForRelease(why error) error {
 func (l *Lock) sendRelease(ctx context.Context) error {
 	c := l.c
 	start := c.clock.Now()
-	rd := round[struct{}]{c: c, op: NodeRelease, cmd: l.spec.ops.release(l.token, c.channel, l.waiter),
+	rd := round[struct{}]{c: c, op: locktrace.NodeRelease, cmd: l.spec.ops.release(l.token, c.channel, l.waiter),
 		decode: decodeHeld, wait: c.nodeTimeout, need: l.spec.need, hold: l.ttl}
 	callCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
 	q := quorum.New[struct{}](len(c.nodes))

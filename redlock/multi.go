@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/keyslot"
 	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // multiOps are the commands of LockAll: every key is set, or none, on each node.
@@ -92,7 +93,7 @@ func (c *Client) multi(keys []string) (*spec, error) {
 	if err := c.sameSlot(keys, o.keys); err != nil {
 		return nil, err
 	}
-	return &spec{kind: KindMulti, key: keys[0], keys: slices.Clone(keys), need: c.quorum, wake: o.keys,
+	return &spec{kind: locktrace.KindMulti, key: keys[0], keys: slices.Clone(keys), need: c.quorum, wake: o.keys,
 		multi: wire.MultiMark, ops: o}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // mutexOps are the commands of a single-key lock: the key is a plain string holding the token.
@@ -34,7 +35,7 @@ func (c *Client) mutex(key string) *spec {
 	}
 	m := &mutexSpec{ops: mutexOps{keys(key)}}
 	m.wake[0] = m.ops.keys.Lock
-	m.spec = spec{kind: KindMutex, key: key, need: c.quorum, wake: m.wake[:], ops: &m.ops}
+	m.spec = spec{kind: locktrace.KindMutex, key: key, need: c.quorum, wake: m.wake[:], ops: &m.ops}
 	if c.fencing {
 		m.spec.fence = func(token string, term uint64) command {
 			return run(wire.FenceScript, wire.Fence{Keys: m.ops.keys, Token: token, Fence: term})
@@ -126,7 +127,7 @@ func (k *contender) fence(ctx context.Context, token string, granted []quorum.Re
 	if wait <= 0 {
 		return 0, errors.New("redlock: no validity left for the fencing round")
 	}
-	rd := round[struct{}]{c: c, op: NodeFence, cmd: k.s.fence(token, fence),
+	rd := round[struct{}]{c: c, op: locktrace.NodeFence, cmd: k.s.fence(token, fence),
 		decode: decodeHeld, wait: min(c.nodeTimeout, wait), need: k.s.need, stop: c.done}
 	out := rd.ask(ctx)
 	out.rest(nil)

@@ -5,182 +5,27 @@ import (
 	"errors"
 	"net"
 	"time"
+
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
-// An Observer is told what a Client does: each call and how it ended, each round of node
-// calls, each node's reply, waits, and each lock's end. Each hook is optional: a nil hook is
-// skipped, and a Client without an Observer reports nothing, at no cost. The redlockotel module
-// turns these reports into OpenTelemetry metrics and spans; the simulator draws them. Set one
-// with WithObserver.
-//
-// The Client calls the hooks from the goroutine of the call they describe, or, for NodeReply
-// and Ended, from goroutines of its own, at once and concurrently: they must be safe for
-// concurrent use, must not block, and must not call the Client or its Locks. Nothing they are
-// given holds a token or a password.
-type Observer struct {
-	// Begin is called when a call begins, before its input is checked. It returns the context
-	// that the call then runs with and that its later events carry: ctx itself, or a context
-	// derived from ctx with values added (a span, say). It must not cancel it; nil means ctx.
-	Begin func(ctx context.Context, call Call) context.Context
-	// Round is called when a round of node calls has been decided: an attempt to acquire, an
-	// Extend's or an Unlock's round. ctx is the call's, as Begin returned it.
-	Round func(ctx context.Context, r Round)
-	// NodeReply is called when one node's call has ended, in a goroutine of the Client, perhaps
-	// after the call it was part of has returned. ctx descends from the call's.
-	NodeReply func(ctx context.Context, r NodeReply)
-	// Waiting is called when an acquiring call begins to wait, after its first refusal (or
-	// before its first attempt, on a key the Client waited for lately), and Waited when it
-	// stops waiting, just before it returns.
-	Waiting, Waited func(ctx context.Context, call Call)
-	// End is called when the call returns.
-	End func(ctx context.Context, call Call, r Return)
-	// Ended is called once for every acquired Lock when it ends: released by Unlock or Close,
-	// or lost. It may be called with the Lock's mutex held, from a timer's goroutine.
-	Ended func(h Holding)
-
-	_ struct{} // Observers are made with field names
-}
-
-// WithObserver has the Client report to o what it does (see Observer). A later WithObserver
+// WithObserver has the Client report to o what it does (see locktrace.Observer). A later WithObserver
 // replaces an earlier one. Default: none, and then the reports cost nothing.
-func WithObserver(o Observer) Option {
+func WithObserver(o locktrace.Observer) Option {
 	return func(opts *options) error {
 		opts.observer = o
 		return nil
 	}
 }
 
-// An Op names a call: the method that was called, or, for the primitives' methods, the
-// Client method it works like (RLock, LockAll and Semaphore.Lock are OpLock).
-type Op uint8
-
-const (
-	OpLock Op = iota
-	OpTryLock
-	OpExtend
-	OpUnlock
-	OpDo
-)
-
-var opNames = [...]string{"Lock", "TryLock", "Extend", "Unlock", "Do"}
-
-func (o Op) String() string { return opNames[o] }
-
-// A Kind is the sort of lock a call is about.
-type Kind uint8
-
-const (
-	KindMutex     Kind = iota // Client.Lock, TryLock, Do, Resume
-	KindSemaphore             // a Semaphore's permit
-	KindRead                  // an RWMutex for reading
-	KindWrite                 // an RWMutex for writing
-	KindMulti                 // LockAll
-	KindElection              // an Election's term
-)
-
-var kindNames = [...]string{"mutex", "semaphore", "rwmutex.read", "rwmutex.write", "multi", "election"}
-
-// String returns the kind's name in metrics: mutex, semaphore, rwmutex.read, rwmutex.write,
-// multi or election.
-func (k Kind) String() string { return kindNames[k] }
-
-// A Call describes a call to the Client, a Lock or a primitive.
-type Call struct {
-	Op     Op
-	Kind   Kind
-	Key    string    // as given (LockAll's first key), without the prefix
-	Quorum int       // nodes that must say yes
-	Start  time.Time // on the Client's clock
-}
-
-// An Outcome is how a call or a round ended.
-type Outcome uint8
-
-const (
-	// OutcomeOK: acquired, extended or released.
-	OutcomeOK Outcome = iota
-	// OutcomeRefused: not acquired (ErrNotAcquired: taken, or no quorum for any reason) or not
-	// held (ErrNotHeld), while ctx lived.
-	OutcomeRefused
-	// OutcomeCanceled: the call's context ended first.
-	OutcomeCanceled
-	// OutcomeError: anything else, such as bad input or a closed Client.
-	OutcomeError
-)
-
-var outcomeNames = [...]string{"ok", "refused", "canceled", "error"}
-
-func (o Outcome) String() string { return outcomeNames[o] }
-
-// A Return is how a call ended.
-type Return struct {
-	Outcome Outcome
-	Err     error
-	Elapsed time.Duration // from Begin, on the Client's clock, waits included
-}
-
-// A Round is one round of node calls, decided.
-type Round struct {
-	Outcome Outcome
-	Votes   int           // nodes that said yes before the decision
-	Elapsed time.Duration // from the first send to the decision
-}
-
-// A NodeOp is what a node was asked to do.
-type NodeOp uint8
-
-const (
-	NodeAcquire NodeOp = iota // an attempt's acquire script, or SET NX PX
-	NodeExtend                // an Extend's or Resume's
-	NodeRelease               // an Unlock's, or a roll-back's
-	NodeFence                 // fencing's second round, or an election's (Proclaim's too)
-	NodeRead                  // Inspect's, Election.Leader's
-)
-
-var nodeOpNames = [...]string{"acquire", "extend", "release", "fence", "read"}
-
-func (o NodeOp) String() string { return nodeOpNames[o] }
-
-// A NodeOutcome is how one node's call ended.
-type NodeOutcome uint8
-
-const (
-	NodeOK      NodeOutcome = iota // it did what was asked
-	NodeTaken                      // it refused: another owner holds the key, or not this token
-	NodeFailed                     // it failed: connection refused, script error, ...
-	NodeTimeout                    // no reply within the time it was given, or ctx ended
-)
-
-var nodeOutcomeNames = [...]string{"ok", "taken", "error", "timeout"}
-
-func (o NodeOutcome) String() string { return nodeOutcomeNames[o] }
-
-// A NodeReply is one node's call, ended.
-type NodeReply struct {
-	Node    int // its index in the nodes given to New
-	Op      NodeOp
-	Outcome NodeOutcome
-	Err     error         // nil when Outcome is NodeOK
-	Elapsed time.Duration // on the Client's clock
-}
-
-// A Holding is an acquired Lock that has ended.
-type Holding struct {
-	Kind Kind
-	Held time.Duration // from the acquisition (or Resume) to the end, on the Client's clock
-	// Lost reports that the lock ended while held: its validity passed or an Extend found it
-	// gone (Lost closed other than by Unlock), or Unlock came after the validity had passed.
-	Lost bool
-}
-
 // The reports, each a no-op without its hook.
 
 // begin reports a call of op on s; the call goes on with the returned ctx and call.
-func (c *Client) begin(ctx context.Context, op Op, s *spec) (context.Context, Call) {
+func (c *Client) begin(ctx context.Context, op locktrace.Op, s *spec) (context.Context, locktrace.Call) {
 	if c.observer.Begin == nil && c.observer.End == nil && c.observer.Waiting == nil && c.observer.Waited == nil {
-		return ctx, Call{}
+		return ctx, locktrace.Call{}
 	}
-	call := Call{Op: op, Kind: s.kind, Key: s.key, Quorum: s.need, Start: c.clock.Now()}
+	call := locktrace.Call{Op: op, Kind: s.kind, Key: s.key, Quorum: s.need, Start: c.clock.Now()}
 	if c.observer.Begin != nil {
 		if octx := c.observer.Begin(ctx, call); octx != nil {
 			ctx = octx
@@ -190,70 +35,70 @@ func (c *Client) begin(ctx context.Context, op Op, s *spec) (context.Context, Ca
 }
 
 // end reports that call returned err; ctx is the caller's.
-func (c *Client) end(ctx context.Context, call Call, err error) {
+func (c *Client) end(ctx context.Context, call locktrace.Call, err error) {
 	if c.observer.End != nil {
-		c.observer.End(ctx, call, Return{Outcome: outcome(ctx, err), Err: err, Elapsed: c.clock.Now().Sub(call.Start)})
+		c.observer.End(ctx, call, locktrace.Return{Outcome: outcome(ctx, err), Err: err, Elapsed: c.clock.Now().Sub(call.Start)})
 	}
 }
 
 // outcome classifies a call's or a round's error.
-func outcome(ctx context.Context, err error) Outcome {
+func outcome(ctx context.Context, err error) locktrace.Outcome {
 	switch {
 	case err == nil:
-		return OutcomeOK
+		return locktrace.OutcomeOK
 	case errors.Is(err, ErrClosed):
-		return OutcomeError
+		return locktrace.OutcomeError
 	case ctx.Err() != nil:
-		return OutcomeCanceled
+		return locktrace.OutcomeCanceled
 	case errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNoQuorum):
-		return OutcomeRefused
+		return locktrace.OutcomeRefused
 	}
-	return OutcomeError
+	return locktrace.OutcomeError
 }
 
 // decided reports a round decided with votes yes, elapsed after it began, that ended in err.
 func (c *Client) decided(ctx context.Context, votes int, elapsed time.Duration, err error) {
 	if c.observer.Round != nil {
-		c.observer.Round(ctx, Round{Outcome: outcome(ctx, err), Votes: votes, Elapsed: elapsed})
+		c.observer.Round(ctx, locktrace.Round{Outcome: outcome(ctx, err), Votes: votes, Elapsed: elapsed})
 	}
 }
 
 // waiting reports that an acquiring call begins to wait, and waited that it stops.
-func (c *Client) waiting(ctx context.Context, call Call) {
+func (c *Client) waiting(ctx context.Context, call locktrace.Call) {
 	if c.observer.Waiting != nil {
 		c.observer.Waiting(ctx, call)
 	}
 }
 
-func (c *Client) waited(ctx context.Context, call Call) {
+func (c *Client) waited(ctx context.Context, call locktrace.Call) {
 	if c.observer.Waited != nil {
 		c.observer.Waited(ctx, call)
 	}
 }
 
 // replied reports node's reply to op, sent at start.
-func (c *Client) replied(ctx context.Context, node int, op NodeOp, start time.Time, err error) {
+func (c *Client) replied(ctx context.Context, node int, op locktrace.NodeOp, start time.Time, err error) {
 	if c.observer.NodeReply == nil {
 		return
 	}
-	o := NodeOK
+	o := locktrace.NodeOK
 	var ne net.Error
 	switch {
 	case err == nil:
 	case errors.Is(err, errTaken) || errors.Is(err, errNotOwner):
-		o = NodeTaken
+		o = locktrace.NodeTaken
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.As(err, &ne) && ne.Timeout():
-		o = NodeTimeout
+		o = locktrace.NodeTimeout
 	default:
-		o = NodeFailed
+		o = locktrace.NodeFailed
 	}
-	c.observer.NodeReply(ctx, NodeReply{Node: node, Op: op, Outcome: o, Err: err, Elapsed: c.clock.Now().Sub(start)})
+	c.observer.NodeReply(ctx, locktrace.NodeReply{Node: node, Op: op, Outcome: o, Err: err, Elapsed: c.clock.Now().Sub(start)})
 }
 
 // reportEnd reports that l ended now: lost unless released within its validity. l.mu is held.
 func (l *Lock) reportEnd() {
 	if f := l.c.observer.Ended; f != nil {
 		now := l.c.clock.Now()
-		f(Holding{Kind: l.spec.kind, Held: now.Sub(l.acquired), Lost: errors.Is(l.why, ErrNotHeld) || !now.Before(l.until)})
+		f(locktrace.Holding{Kind: l.spec.kind, Held: now.Sub(l.acquired), Lost: errors.Is(l.why, ErrNotHeld) || !now.Before(l.until)})
 	}
 }

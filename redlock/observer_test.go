@@ -12,6 +12,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // recorder is an Observer that writes every report down as a line, and checks that node
@@ -30,19 +31,19 @@ func (r *recorder) add(format string, a ...any) {
 	r.lines = append(r.lines, fmt.Sprintf(format, a...))
 }
 
-func (r *recorder) Begin(ctx context.Context, c redlock.Call) context.Context {
+func (r *recorder) Begin(ctx context.Context, c locktrace.Call) context.Context {
 	r.add("begin %v %v key=%s quorum=%d", c.Op, c.Kind, c.Key, c.Quorum)
 	return context.WithValue(ctx, callKey{}, c)
 }
 
 // Round writes whether the votes reached the call's quorum: how many replies came before the
 // decision varies.
-func (r *recorder) Round(ctx context.Context, rd redlock.Round) {
-	c, _ := ctx.Value(callKey{}).(redlock.Call)
+func (r *recorder) Round(ctx context.Context, rd locktrace.Round) {
+	c, _ := ctx.Value(callKey{}).(locktrace.Call)
 	r.add("round %v %v quorum=%v", c.Op, rd.Outcome, rd.Votes >= c.Quorum)
 }
 
-func (r *recorder) NodeReply(ctx context.Context, n redlock.NodeReply) {
+func (r *recorder) NodeReply(ctx context.Context, n locktrace.NodeReply) {
 	if ctx.Value(callKey{}) == nil {
 		r.mu.Lock()
 		r.orphan++
@@ -51,21 +52,21 @@ func (r *recorder) NodeReply(ctx context.Context, n redlock.NodeReply) {
 	r.add("node %d %v %v", n.Node, n.Op, n.Outcome)
 }
 
-func (r *recorder) Waiting(ctx context.Context, c redlock.Call) { r.add("wait %v true", c.Op) }
+func (r *recorder) Waiting(ctx context.Context, c locktrace.Call) { r.add("wait %v true", c.Op) }
 
-func (r *recorder) Waited(ctx context.Context, c redlock.Call) { r.add("wait %v false", c.Op) }
+func (r *recorder) Waited(ctx context.Context, c locktrace.Call) { r.add("wait %v false", c.Op) }
 
 // observer returns the Observer that reports to r.
-func (r *recorder) observer() redlock.Observer {
-	return redlock.Observer{Begin: r.Begin, Round: r.Round, NodeReply: r.NodeReply, Waiting: r.Waiting,
+func (r *recorder) observer() locktrace.Observer {
+	return locktrace.Observer{Begin: r.Begin, Round: r.Round, NodeReply: r.NodeReply, Waiting: r.Waiting,
 		Waited: r.Waited, End: r.End, Ended: r.Ended}
 }
 
-func (r *recorder) End(ctx context.Context, c redlock.Call, ret redlock.Return) {
+func (r *recorder) End(ctx context.Context, c locktrace.Call, ret locktrace.Return) {
 	r.add("end %v %v %v", c.Op, c.Kind, ret.Outcome)
 }
 
-func (r *recorder) Ended(h redlock.Holding) { r.add("ended %v lost=%v", h.Kind, h.Lost) }
+func (r *recorder) Ended(h locktrace.Holding) { r.add("ended %v lost=%v", h.Kind, h.Lost) }
 
 // take returns the lines so far, sorted (node replies come in any order), and forgets them.
 func (r *recorder) take() []string {
@@ -306,7 +307,7 @@ func TestObserverSeesLoss(t *testing.T) {
 func TestObserverWithSomeHooks(t *testing.T) {
 	var mu sync.Mutex
 	var ends []string
-	obs := redlock.Observer{End: func(_ context.Context, c redlock.Call, r redlock.Return) {
+	obs := locktrace.Observer{End: func(_ context.Context, c locktrace.Call, r locktrace.Return) {
 		mu.Lock()
 		defer mu.Unlock()
 		ends = append(ends, fmt.Sprintf("%v %v %v", c.Op, c.Key, r.Outcome))
@@ -326,17 +327,17 @@ func TestObserverWithSomeHooks(t *testing.T) {
 	if want := []string{"Lock k ok", "TryLock k refused", "Unlock k ok"}; !slices.Equal(ends, want) {
 		t.Fatalf("ends %q, want %q", ends, want)
 	}
-	if _, err := redlock.New(redistest.MiniClients(t, redistest.Minis(t, 1)), redlock.WithObserver(redlock.Observer{})); err != nil {
+	if _, err := redlock.New(redistest.MiniClients(t, redistest.Minis(t, 1)), redlock.WithObserver(locktrace.Observer{})); err != nil {
 		t.Fatalf("an Observer without hooks: %v", err)
 	}
 }
 
 func TestObserverNames(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
-		{redlock.OpTryLock.String(), "TryLock"}, {redlock.OpDo.String(), "Do"},
-		{redlock.KindRead.String(), "rwmutex.read"}, {redlock.KindMulti.String(), "multi"},
-		{redlock.OutcomeCanceled.String(), "canceled"}, {redlock.NodeFence.String(), "fence"},
-		{redlock.NodeTimeout.String(), "timeout"}, {redlock.NodeTaken.String(), "taken"},
+		{locktrace.OpTryLock.String(), "TryLock"}, {locktrace.OpDo.String(), "Do"},
+		{locktrace.KindRead.String(), "rwmutex.read"}, {locktrace.KindMulti.String(), "multi"},
+		{locktrace.OutcomeCanceled.String(), "canceled"}, {locktrace.NodeFence.String(), "fence"},
+		{locktrace.NodeTimeout.String(), "timeout"}, {locktrace.NodeTaken.String(), "taken"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%q, want %q", tc.got, tc.want)

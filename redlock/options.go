@@ -10,6 +10,7 @@ import (
 
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // An Option configures a Client. New rejects an option whose value is out of range.
@@ -24,7 +25,7 @@ type options struct {
 	clock       clock.Clock
 	log         *slog.Logger
 	fencing     bool
-	observer    Observer
+	observer    locktrace.Observer
 	owner       string
 }
 

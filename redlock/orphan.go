@@ -9,6 +9,7 @@ import (
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // Orphan ends the lock without releasing it: the Client stops keeping it (KeepAlive) and
@@ -81,8 +82,8 @@ func (l *Lock) spread(ctx context.Context, left time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, satMul(c.nodeTimeout, 2))
 	defer cancel()
 	s := settling{
-		holds:  round[struct{}]{c: c, op: NodeExtend, cmd: l.spec.ops.extend(l.token, left), decode: decodeHeld},
-		claims: round[wire.Grant]{c: c, op: NodeAcquire, cmd: l.spec.ops.claim(l.token, left), decode: decodeGrant},
+		holds:  round[struct{}]{c: c, op: locktrace.NodeExtend, cmd: l.spec.ops.extend(l.token, left), decode: decodeHeld},
+		claims: round[wire.Grant]{c: c, op: locktrace.NodeAcquire, cmd: l.spec.ops.claim(l.token, left), decode: decodeGrant},
 	}
 	out := quorum.Start(ctx, nil, len(c.nodes), s.settle).Gather(ctx.Done(), c.done)
 	if noes(out, nil) > len(c.nodes)-l.spec.need {

@@ -25,6 +25,7 @@ import (
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // A Client locks keys across a fixed set of independent Redis masters. It is safe for
@@ -208,7 +209,7 @@ func (c *Client) Close() error {
 	}
 	for _, l := range held {
 		releases.Go(func() {
-			ctx, call := c.begin(context.Background(), OpUnlock, l.spec)
+			ctx, call := c.begin(context.Background(), locktrace.OpUnlock, l.spec)
 			c.end(ctx, call, l.release(ctx, ErrClosed))
 		})
 	}

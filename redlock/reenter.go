@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // Re-entry. A holder that asks again for a lock it holds, with a context that carries the lock
@@ -131,13 +132,13 @@ const (
 // reading within its held lock for reading. Semaphores and elections never meet anything.
 func meet(h, s *spec) meeting {
 	switch {
-	case h.kind == KindRead && s.kind == KindWrite && s.key == h.key:
+	case h.kind == locktrace.KindRead && s.kind == locktrace.KindWrite && s.key == h.key:
 		return waitsForItself
-	case (h.kind == KindRead || h.kind == KindWrite) && (s.kind == KindRead || s.kind == KindWrite):
+	case (h.kind == locktrace.KindRead || h.kind == locktrace.KindWrite) && (s.kind == locktrace.KindRead || s.kind == locktrace.KindWrite):
 		if s.key == h.key {
 			return inside
 		}
-	case (h.kind == KindMutex || h.kind == KindMulti) && (s.kind == KindMutex || s.kind == KindMulti):
+	case (h.kind == locktrace.KindMutex || h.kind == locktrace.KindMulti) && (s.kind == locktrace.KindMutex || s.kind == locktrace.KindMulti):
 		held, asked := h.lockKeys(), s.lockKeys()
 		n := 0
 		for _, k := range asked {
@@ -167,11 +168,11 @@ func (s *spec) lockKeys() []string {
 // describe names what s locks, for an error.
 func describe(s *spec) string {
 	switch s.kind {
-	case KindMulti:
+	case locktrace.KindMulti:
 		return fmt.Sprintf("LockAll of %q", s.keys)
-	case KindRead:
+	case locktrace.KindRead:
 		return fmt.Sprintf("%q for reading", s.key)
-	case KindWrite:
+	case locktrace.KindWrite:
 		return fmt.Sprintf("%q for writing", s.key)
 	}
 	return fmt.Sprintf("%q", s.key)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // rounds counts the rounds of node calls a Client decided: an attempt's, an Extend's, an
@@ -20,8 +21,8 @@ import (
 type rounds struct{ n atomic.Int64 }
 
 func (r *rounds) option() redlock.Option {
-	return redlock.WithObserver(redlock.Observer{
-		Round: func(context.Context, redlock.Round) { r.n.Add(1) },
+	return redlock.WithObserver(locktrace.Observer{
+		Round: func(context.Context, locktrace.Round) { r.n.Add(1) },
 	})
 }
 
@@ -96,8 +97,8 @@ func TestReenterNestedDoThreeDeep(t *testing.T) {
 // Client's call with the holder's context, and a call for another key, do not re-enter.
 func TestReenterFollowsTheContextNotTheGoroutine(t *testing.T) {
 	var waiting atomic.Int32
-	ms, a := cluster(t, 3, redlock.WithObserver(redlock.Observer{
-		Waiting: func(context.Context, redlock.Call) { waiting.Add(1) },
+	ms, a := cluster(t, 3, redlock.WithObserver(locktrace.Observer{
+		Waiting: func(context.Context, locktrace.Call) { waiting.Add(1) },
 	}))
 	b := clientOn(t, ms)
 	ctx := context.Background()

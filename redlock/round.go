@@ -8,12 +8,13 @@ import (
 
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // A round is one command sent to every node at once, decided at a quorum.
 type round[T any] struct {
 	c      *Client
-	op     NodeOp
+	op     locktrace.NodeOp
 	cmd    command
 	decode func(reply any) (T, error) // errTaken or errNotOwner for a node's clear no
 	wait   time.Duration              // how long to wait for the decision
@@ -200,7 +201,7 @@ func nodeErrors[T any](c *Client, ctx context.Context, out quorum.Outcome[T], wa
 func (c *Client) release(ctx context.Context, i int, cmd command, hold time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(hold, c.nodeTimeout))
 	defer cancel()
-	r := round[struct{}]{c: c, op: NodeRelease, cmd: cmd, decode: decodeHeld}
+	r := round[struct{}]{c: c, op: locktrace.NodeRelease, cmd: cmd, decode: decodeHeld}
 	replied := make(chan error, 1)
 	go func() { _, err := r.call(ctx, i); replied <- err }()
 	select {

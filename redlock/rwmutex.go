@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // readOps are the commands of an RWMutex's readers, holders of a set on each node whose
@@ -74,8 +75,8 @@ func (c *Client) RWMutex(key string) (*RWMutex, error) {
 	// Readers and writers wait for the name of the writer's key: every release announces it.
 	wake := []string{keys.Writer}
 	return &RWMutex{c: c,
-		read:  &spec{kind: KindRead, key: key, need: c.quorum, wake: wake, ops: readOps{holders{set: keys.Readers, wake: keys.Writer}, keys}},
-		write: &spec{kind: KindWrite, key: key, need: c.quorum, wake: wake, ops: writeOps{keys}},
+		read:  &spec{kind: locktrace.KindRead, key: key, need: c.quorum, wake: wake, ops: readOps{holders{set: keys.Readers, wake: keys.Writer}, keys}},
+		write: &spec{kind: locktrace.KindWrite, key: key, need: c.quorum, wake: wake, ops: writeOps{keys}},
 	}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // holders are the commands that a semaphore's holders and an RWMutex's readers share: each
@@ -61,7 +62,7 @@ func (c *Client) Semaphore(key string, permits int) (*Semaphore, error) {
 		return nil, fmt.Errorf("redlock: semaphore of %d permits; it needs at least 1", permits)
 	}
 	keys := c.names.Semaphore(key)
-	return &Semaphore{c: c, s: &spec{kind: KindSemaphore, key: key, need: quorum.Permits(len(c.nodes), permits),
+	return &Semaphore{c: c, s: &spec{kind: locktrace.KindSemaphore, key: key, need: quorum.Permits(len(c.nodes), permits),
 		wake: []string{keys.Holders}, ops: semaphoreOps{holders{set: keys.Holders, wake: keys.Holders}, permits}}}, nil
 }
 

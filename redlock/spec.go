@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // A spec is what one call acquires, the same for all its attempts: a sort of lock on its keys
@@ -12,7 +13,7 @@ import (
 // ttl, so that every primitive shares the fan-out, decision, roll-back, waiting, extension and
 // release.
 type spec struct {
-	kind  Kind
+	kind  locktrace.Kind
 	key   string   // as given (LockAll's first key)
 	keys  []string // every key as given, for LockAll; else nil
 	need  int      // nodes that must say yes

@@ -7,6 +7,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // waits tells a test when an acquiring call of its Client waits in line: it was refused, began
@@ -21,16 +22,16 @@ type waitedKey struct{}
 // the Client's Observer: it replaces one given before it.
 func watchWaits() (waits, redlock.Option) {
 	w := make(waits, 64)
-	return w, redlock.WithObserver(redlock.Observer{
-		Begin: func(ctx context.Context, _ redlock.Call) context.Context {
+	return w, redlock.WithObserver(locktrace.Observer{
+		Begin: func(ctx context.Context, _ locktrace.Call) context.Context {
 			return context.WithValue(ctx, waitedKey{}, new(atomic.Bool))
 		},
-		Waiting: func(ctx context.Context, _ redlock.Call) {
+		Waiting: func(ctx context.Context, _ locktrace.Call) {
 			if waited, ok := ctx.Value(waitedKey{}).(*atomic.Bool); ok {
 				waited.Store(true)
 			}
 		},
-		Round: func(ctx context.Context, _ redlock.Round) {
+		Round: func(ctx context.Context, _ locktrace.Round) {
 			if waited, ok := ctx.Value(waitedKey{}).(*atomic.Bool); ok && waited.CompareAndSwap(true, false) {
 				select {
 				case w <- struct{}{}:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // A release wakes the first waiter in line only while that waiter is still there: one whose
@@ -274,11 +275,11 @@ func TestSplitVoteMakesTheNextLockWaitInLine(t *testing.T) {
 		mu.Unlock()
 	}
 	rolledBack := make(chan struct{}, 1)
-	ms, c := cluster(t, 3, redlock.WithObserver(redlock.Observer{
-		Round:   func(context.Context, redlock.Round) { note("round") },
-		Waiting: func(context.Context, redlock.Call) { note("waiting") },
-		NodeReply: func(_ context.Context, r redlock.NodeReply) {
-			if r.Node == 2 && r.Op == redlock.NodeRelease {
+	ms, c := cluster(t, 3, redlock.WithObserver(locktrace.Observer{
+		Round:   func(context.Context, locktrace.Round) { note("round") },
+		Waiting: func(context.Context, locktrace.Call) { note("waiting") },
+		NodeReply: func(_ context.Context, r locktrace.NodeReply) {
+			if r.Node == 2 && r.Op == locktrace.NodeRelease {
 				select {
 				case rolledBack <- struct{}{}:
 				default:

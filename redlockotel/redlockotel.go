@@ -39,7 +39,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // ScopeName names the meter and the tracer.
@@ -88,12 +88,12 @@ func WithoutKeys() Option {
 // Observer returns the hooks that report a Client's calls as metrics and spans: give them to
 // redlock.New with redlock.WithObserver. It fails on a nil Option or provider, and when an
 // instrument cannot be created.
-func Observer(opts ...Option) (redlock.Observer, error) {
+func Observer(opts ...Option) (locktrace.Observer, error) {
 	o, err := newObserver(opts...)
 	if err != nil {
-		return redlock.Observer{}, err
+		return locktrace.Observer{}, err
 	}
-	return redlock.Observer{Begin: o.Begin, Round: o.Round, NodeReply: o.NodeReply,
+	return locktrace.Observer{Begin: o.Begin, Round: o.Round, NodeReply: o.NodeReply,
 		Waiting: o.waitBegins, Waited: o.waited, End: o.End, Ended: o.Ended}, nil
 }
 
@@ -112,19 +112,19 @@ const (
 // The names of outcomes: of an acquiring call or attempt, and of any other call.
 var (
 	acquireOutcomes = [...]string{
-		redlock.OutcomeOK: "acquired", redlock.OutcomeRefused: "not_acquired",
-		redlock.OutcomeCanceled: "canceled", redlock.OutcomeError: "error",
+		locktrace.OutcomeOK: "acquired", locktrace.OutcomeRefused: "not_acquired",
+		locktrace.OutcomeCanceled: "canceled", locktrace.OutcomeError: "error",
 	}
 	otherOutcomes = [...]string{
-		redlock.OutcomeOK: "ok", redlock.OutcomeRefused: "not_held",
-		redlock.OutcomeCanceled: "canceled", redlock.OutcomeError: "error",
+		locktrace.OutcomeOK: "ok", locktrace.OutcomeRefused: "not_held",
+		locktrace.OutcomeCanceled: "canceled", locktrace.OutcomeError: "error",
 	}
 )
 
 // Every kind and outcome, for the attribute sets made once.
 const (
-	kinds    = int(redlock.KindElection) + 1
-	outcomes = int(redlock.OutcomeError) + 1
+	kinds    = int(locktrace.KindElection) + 1
+	outcomes = int(locktrace.OutcomeError) + 1
 )
 
 // Histogram buckets, in seconds: calls from a millisecond to ten seconds, node calls from a
@@ -191,7 +191,7 @@ func newObserver(opts ...Option) (*observer, error) {
 		return nil, errors.Join(errors.New("redlock: redlockotel: creating the instruments"), err)
 	}
 	for k := range kinds {
-		kind := keyKind.String(redlock.Kind(k).String())
+		kind := keyKind.String(locktrace.Kind(k).String())
 		o.byKind[k] = metric.WithAttributeSet(attribute.NewSet(kind))
 		for out := range outcomes {
 			o.byKindOutcome[k][out] = metric.WithAttributeSet(attribute.NewSet(kind, keyOutcome.String(acquireOutcomes[out])))
@@ -213,7 +213,7 @@ func newObserver(opts ...Option) (*observer, error) {
 // and End come from the call's goroutine, one after the other: its fields need no lock.
 type call struct {
 	span     trace.Span
-	op       redlock.Op
+	op       locktrace.Op
 	attempts int
 	votes    int
 	waiting  bool
@@ -222,9 +222,9 @@ type call struct {
 type callKey struct{}
 
 // acquiring reports whether op acquires.
-func acquiring(op redlock.Op) bool { return op == redlock.OpLock || op == redlock.OpTryLock }
+func acquiring(op locktrace.Op) bool { return op == locktrace.OpLock || op == locktrace.OpTryLock }
 
-func (o *observer) Begin(ctx context.Context, c redlock.Call) context.Context {
+func (o *observer) Begin(ctx context.Context, c locktrace.Call) context.Context {
 	attrs := make([]attribute.KeyValue, 0, 3)
 	attrs = append(attrs, keyKind.String(c.Kind.String()), keyQuorum.Int(c.Quorum))
 	if !o.noKeys {
@@ -234,7 +234,7 @@ func (o *observer) Begin(ctx context.Context, c redlock.Call) context.Context {
 	return context.WithValue(ctx, callKey{}, &call{span: span, op: c.Op})
 }
 
-func (o *observer) Round(ctx context.Context, r redlock.Round) {
+func (o *observer) Round(ctx context.Context, r locktrace.Round) {
 	c, ok := ctx.Value(callKey{}).(*call)
 	if !ok {
 		return // Resume's round: no call of ours
@@ -246,7 +246,7 @@ func (o *observer) Round(ctx context.Context, r redlock.Round) {
 	}
 }
 
-func (o *observer) NodeReply(ctx context.Context, r redlock.NodeReply) {
+func (o *observer) NodeReply(ctx context.Context, r locktrace.NodeReply) {
 	attrs := [3]attribute.KeyValue{keyNode.Int(r.Node), keyOp.String(r.Op.String()), keyOutcome.String(r.Outcome.String())}
 	o.nodeDuration.Record(ctx, r.Elapsed.Seconds(), metric.WithAttributes(attrs[:]...))
 	if c, ok := ctx.Value(callKey{}).(*call); ok {
@@ -254,7 +254,7 @@ func (o *observer) NodeReply(ctx context.Context, r redlock.NodeReply) {
 	}
 }
 
-func (o *observer) waitBegins(ctx context.Context, _ redlock.Call) {
+func (o *observer) waitBegins(ctx context.Context, _ locktrace.Call) {
 	c, ok := ctx.Value(callKey{}).(*call)
 	if !ok || c.waiting {
 		return
@@ -264,7 +264,7 @@ func (o *observer) waitBegins(ctx context.Context, _ redlock.Call) {
 	c.span.AddEvent("redlock.wait")
 }
 
-func (o *observer) waited(ctx context.Context, _ redlock.Call) {
+func (o *observer) waited(ctx context.Context, _ locktrace.Call) {
 	c, ok := ctx.Value(callKey{}).(*call)
 	if !ok || !c.waiting {
 		return
@@ -273,7 +273,7 @@ func (o *observer) waited(ctx context.Context, _ redlock.Call) {
 	o.waiting.Add(ctx, -1)
 }
 
-func (o *observer) End(ctx context.Context, rc redlock.Call, r redlock.Return) {
+func (o *observer) End(ctx context.Context, rc locktrace.Call, r locktrace.Return) {
 	c, ok := ctx.Value(callKey{}).(*call)
 	if !ok {
 		return
@@ -294,7 +294,7 @@ func (o *observer) End(ctx context.Context, rc redlock.Call, r redlock.Return) {
 	c.span.End()
 }
 
-func (o *observer) Ended(h redlock.Holding) {
+func (o *observer) Ended(h locktrace.Holding) {
 	ctx := context.Background()
 	o.heldDuration.Record(ctx, h.Held.Seconds(), o.byKind[h.Kind])
 	if h.Lost {

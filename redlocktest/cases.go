@@ -15,6 +15,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // The cases of the table, in order. Each uses keys of its own on the shared nodes, and leaves
@@ -126,9 +127,9 @@ func rollback(t *testing.T, s suite) {
 		}
 	}
 	var mu sync.Mutex
-	heard := make(map[int]redlock.NodeOutcome)
-	obs := redlock.Observer{NodeReply: func(_ context.Context, r redlock.NodeReply) {
-		if r.Op == redlock.NodeAcquire {
+	heard := make(map[int]locktrace.NodeOutcome)
+	obs := locktrace.Observer{NodeReply: func(_ context.Context, r locktrace.NodeReply) {
+		if r.Op == locktrace.NodeAcquire {
 			mu.Lock()
 			heard[r.Node] = r.Outcome
 			mu.Unlock()
@@ -147,7 +148,7 @@ func rollback(t *testing.T, s suite) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if want := map[int]redlock.NodeOutcome{0: redlock.NodeTaken, 1: redlock.NodeTaken, 2: redlock.NodeOK}; fmt.Sprint(heard) != fmt.Sprint(want) {
+	if want := map[int]locktrace.NodeOutcome{0: locktrace.NodeTaken, 1: locktrace.NodeTaken, 2: locktrace.NodeOK}; fmt.Sprint(heard) != fmt.Sprint(want) {
 		t.Fatalf("the Observer heard %v, want %v", heard, want)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // Metrics is what the observer hook of a run's redlock clients reported (Options.Metrics), in
@@ -28,9 +28,9 @@ type Waiting struct {
 // like, Do's included), as the client's Observer reported it, in scenario time: what an
 // operator's redlock.acquire.duration histogram records.
 type AcquireCall struct {
-	At      time.Duration   `json:"at_ns"`   // when the call returned
-	Took    time.Duration   `json:"took_ns"` // from the call to its return, waits included
-	Outcome redlock.Outcome `json:"outcome"`
+	At      time.Duration     `json:"at_ns"`   // when the call returned
+	Took    time.Duration     `json:"took_ns"` // from the call to its return, waits included
+	Outcome locktrace.Outcome `json:"outcome"`
 }
 
 // acquisitions is the Observer of a run's redlock clients when Options.Metrics is set. It
@@ -43,22 +43,22 @@ type acquisitions struct {
 }
 
 // observer returns the hooks that report to a.
-func (a *acquisitions) observer() redlock.Observer {
-	return redlock.Observer{Begin: a.Begin, End: a.End, Waiting: a.waiting, Waited: a.waited}
+func (a *acquisitions) observer() locktrace.Observer {
+	return locktrace.Observer{Begin: a.Begin, End: a.End, Waiting: a.waiting, Waited: a.waited}
 }
 
 type beganKey struct{}
 
-func (a *acquisitions) Begin(ctx context.Context, c redlock.Call) context.Context {
-	if c.Op != redlock.OpLock && c.Op != redlock.OpTryLock {
+func (a *acquisitions) Begin(ctx context.Context, c locktrace.Call) context.Context {
+	if c.Op != locktrace.OpLock && c.Op != locktrace.OpTryLock {
 		return ctx
 	}
 	return context.WithValue(ctx, beganKey{}, time.Now())
 }
 
-func (a *acquisitions) End(ctx context.Context, c redlock.Call, ret redlock.Return) {
+func (a *acquisitions) End(ctx context.Context, c locktrace.Call, ret locktrace.Return) {
 	began, ok := ctx.Value(beganKey{}).(time.Time)
-	if !ok || c.Op != redlock.OpLock && c.Op != redlock.OpTryLock {
+	if !ok || c.Op != locktrace.OpLock && c.Op != locktrace.OpTryLock {
 		return
 	}
 	now := time.Now()
@@ -68,9 +68,9 @@ func (a *acquisitions) End(ctx context.Context, c redlock.Call, ret redlock.Retu
 	a.mu.Unlock()
 }
 
-func (a *acquisitions) waiting(context.Context, redlock.Call) { a.count(1) }
+func (a *acquisitions) waiting(context.Context, locktrace.Call) { a.count(1) }
 
-func (a *acquisitions) waited(context.Context, redlock.Call) { a.count(-1) }
+func (a *acquisitions) waited(context.Context, locktrace.Call) { a.count(-1) }
 
 // count adds d to the calls waiting now.
 func (a *acquisitions) count(d int) {

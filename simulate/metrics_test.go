@@ -11,7 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 	"github.com/quorumlock/redlock/simulate"
 )
 
@@ -31,7 +31,7 @@ func TestMetricsOfACrash(t *testing.T) {
 		down, up := res.Faults[2].At, res.Faults[3].At // the third crash, the first restart
 		acquired, during := 0, 0
 		for _, c := range res.Metrics.Calls {
-			if c.Outcome == redlock.OutcomeOK {
+			if c.Outcome == locktrace.OutcomeOK {
 				acquired++
 			}
 			if c.At > down+time.Second && c.At < up {

@@ -13,9 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
-	"github.com/redis/go-redis/v9"
 )
 
 // nodeStatus is what one node says about the key.
