@@ -18,6 +18,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
 	"github.com/quorumlock/redlock/redlockrueidis"
 	"github.com/quorumlock/redlock/redlockvalkey"
 )
@@ -181,8 +182,8 @@ func held(t *testing.T) func(*redlock.Client, error) locker {
 }
 
 // rueidisNodes returns a node over a rueidis client of its own for each address.
-func rueidisNodes(t *testing.T, addrs []string) []redlock.Node {
-	nodes := make([]redlock.Node, len(addrs))
+func rueidisNodes(t *testing.T, addrs []string) []driver.Node {
+	nodes := make([]driver.Node, len(addrs))
 	for i, c := range rueidisClientsT(t, addrs) {
 		nodes[i] = redlockrueidis.Node(c)
 	}

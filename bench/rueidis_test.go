@@ -15,6 +15,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
 	"github.com/quorumlock/redlock/redlockrueidis"
 )
 
@@ -26,7 +27,7 @@ type rimpl struct {
 
 var rueidisImpls = []rimpl{
 	{"redlock-rueidis", func(b *testing.B, addrs []string) locker {
-		nodes := make([]redlock.Node, len(addrs))
+		nodes := make([]driver.Node, len(addrs))
 		for i, c := range rueidisClientsT(b, addrs) {
 			nodes[i] = redlockrueidis.Node(c)
 		}

@@ -44,7 +44,7 @@ func missingCommands(ask asker) ([]string, error) {
 // each key it keeps for a name, whatever the name is of (EVALSHA, which needs to read and write
 // it), PUBLISH and SUBSCRIBE on each of its channels, and the other commands it sends and its
 // scripts call on the lock key and its queue. For a vote, the keys are in v's slot.
-func (c *Client) dryRuns(v *vote) [][]string {
+func (c *Client) dryRuns(v *slot) [][]string {
 	in := func(key string) string {
 		if v != nil {
 			return v.in(key)

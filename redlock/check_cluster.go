@@ -1,24 +1,12 @@
 package redlock
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strconv"
 
 	"github.com/quorumlock/redlock/internal/keyslot"
 )
-
-// A voteCommander is a vote of NewCluster that sends its commands to the master serving its
-// slot.
-type voteCommander struct {
-	*vote
-	node *goredisNode
-}
-
-func (v voteCommander) Command(ctx context.Context, args ...string) (any, error) {
-	return v.node.command(ctx, v.tag, args)
-}
 
 // A clusterReading is what a vote's master says of the cluster.
 type clusterReading struct {
@@ -29,7 +17,7 @@ type clusterReading struct {
 }
 
 // readCluster reads who serves vote v's slot (CLUSTER SLOTS) and the cluster's coverage setting.
-func readCluster(v *vote, ask asker) clusterReading {
+func readCluster(v *slot, ask asker) clusterReading {
 	var cr clusterReading
 	reply, err := ask("CLUSTER", "SLOTS")
 	if err != nil {

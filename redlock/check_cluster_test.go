@@ -10,6 +10,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
 )
 
 // With NewCluster, each vote's slot is served where the Client placed it, and the cluster
@@ -90,7 +91,7 @@ func serverAt(t *testing.T, cl *redistest.Cluster, addr string) *redistest.Serve
 // scriptsOnly is a Node over a go-redis client that is no Commander: it runs scripts only.
 type scriptsOnly struct{ c *redis.Client }
 
-func (n scriptsOnly) Eval(ctx context.Context, s redlock.Script, keys, args []string) (any, error) {
+func (n scriptsOnly) Eval(ctx context.Context, s driver.Script, keys, args []string) (any, error) {
 	v, err := n.c.EvalSha(ctx, s.SHA1(), keys, args).Result()
 	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		v, err = n.c.Eval(ctx, s.Source(), keys, args).Result()
@@ -112,7 +113,7 @@ func (n scriptsOnly) Listen(ctx context.Context, _ []string, _ func(), _ func(st
 func TestCheckScriptsOnly(t *testing.T) {
 	t.Parallel()
 	ms := redistest.Minis(t, 3)
-	nodes := make([]redlock.Node, len(ms))
+	nodes := make([]driver.Node, len(ms))
 	for i, c := range redistest.MiniClients(t, ms) {
 		nodes[i] = scriptsOnly{c.(*redis.Client)}
 	}

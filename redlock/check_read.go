@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/nodecall"
+	"github.com/quorumlock/redlock/redlock/driver"
 )
 
 // A reading is what Check read from one node; judge weighs the readings.
@@ -16,7 +17,7 @@ type reading struct {
 	addr string
 	cmd  Commander // nil when the node sends no commands of its own
 	none string    // why cmd is nil
-	vote *vote     // NewCluster's vote, nil for any other node
+	vote *slot     // where NewCluster's vote lives, nil for any other node
 	// reach is the node's failure to answer at all; nothing else was read then.
 	reach error
 
@@ -52,7 +53,10 @@ func (c *Client) readAll(ctx context.Context, w window) []*reading {
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
 		r := &reading{node: i, addr: c.addrs[i]}
-		r.vote, _ = n.(*vote)
+		if p, ok := n.(placed); ok {
+			tag, master := p.Slot()
+			r.vote = &slot{tag: tag, master: master, at: len(c.names.Prefix())}
+		}
 		r.cmd, r.none = commander(n)
 		rs[i] = r
 		wg.Go(func() { c.readNode(ctx, r, w) })
@@ -61,15 +65,22 @@ func (c *Client) readAll(ctx context.Context, w window) []*reading {
 	return rs
 }
 
-// commander returns n as a Commander, or nil and why it is none. A vote sends its commands to
-// the master that serves its slot.
-func commander(n Node) (Commander, string) {
-	if v, ok := n.(*vote); ok {
-		if g, ok := v.Node.(*goredisNode); ok {
-			return &voteCommander{vote: v, node: g}, ""
-		}
-		n = v.Node
-	}
+// A placed node is a vote of NewCluster (goredisnode.Votes): the key space of one cluster in
+// the slot of its tag, which master served when the vote was placed.
+type placed interface{ Slot() (tag, master string) }
+
+// A slot is where a vote lives: the hash tag, braces included, that every key of the vote has
+// after the prefix (at), and the master that served it when the vote was placed.
+type slot struct {
+	tag, master string
+	at          int
+}
+
+// in returns key in the slot: with the tag after the prefix.
+func (s *slot) in(key string) string { return key[:s.at] + s.tag + key[s.at:] }
+
+// commander returns n as a Commander, or nil and why it is none.
+func commander(n driver.Node) (Commander, string) {
 	if cmd, ok := n.(Commander); ok {
 		return cmd, ""
 	}

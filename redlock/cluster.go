@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/quorumlock/redlock/internal/keyslot"
+	"github.com/quorumlock/redlock/redlock/driver"
+	"github.com/quorumlock/redlock/redlock/goredisnode"
 )
 
 // NewCluster returns a Client whose votes nodes are independent keys on distinct masters of one
@@ -47,43 +47,15 @@ func NewCluster(ctx context.Context, cluster *redis.ClusterClient, votes int, op
 	if o.names.Tagged() {
 		return nil, fmt.Errorf("redlock: key prefix %q holds a hash tag, which would put every vote in one slot", o.names.Prefix())
 	}
-	placed, err := keyslot.Votes(ctx, cluster, votes)
+	nodes, err := goredisnode.Votes(ctx, cluster, votes, len(o.names.Prefix()))
 	if err != nil {
 		return nil, fmt.Errorf("redlock: place %d votes on the cluster: %w", votes, err)
 	}
-	whole := newGoredisNode(cluster, o.nodeTimeout)
-	nodes := make([]Node, votes)
-	for i, v := range placed {
-		nodes[i] = &vote{Node: whole, at: len(o.names.Prefix()), tag: "{" + v.Tag + "}", master: v.Master}
+	for i, n := range nodes {
+		nodes[i] = n.(driver.Tuned).ForClient(o.nodeTimeout)
 	}
 	c := newClient(nodes, o)
-	c.listen = []Node{whole}
+	c.listen = []driver.Node{goredisnode.New(cluster).(driver.Tuned).ForClient(o.nodeTimeout)}
 	c.listener = newListener(c)
 	return c, nil
-}
-
-// A vote is one of NewCluster's nodes: the cluster, with every key put in the vote's slot by
-// its tag, right after the prefix (at).
-type vote struct {
-	Node
-	at     int
-	tag    string // "{" + tag + "}"
-	master string
-}
-
-func (v *vote) String() string { return "vote " + v.tag + " on " + v.master }
-
-// in returns key with the vote's tag after the prefix.
-func (v *vote) in(key string) string { return key[:v.at] + v.tag + key[v.at:] }
-
-func (v *vote) Eval(ctx context.Context, script Script, keys, args []string) (any, error) {
-	tagged := make([]string, len(keys))
-	for i, k := range keys {
-		tagged[i] = v.in(k)
-	}
-	return v.Node.Eval(ctx, script, tagged, args)
-}
-
-func (v *vote) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return v.Node.SetNX(ctx, v.in(key), value, ttl)
 }

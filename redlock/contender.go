@@ -85,17 +85,23 @@ func (c *Client) contend(ctx context.Context, op locktrace.Op, s *spec, ttl time
 // that follows it: a TryLock after another's Unlock finds the permits that Unlock freed.
 func (k *contender) once(ctx context.Context) (*Lock, error) {
 	l, r := k.try(ctx)
-	if r.settled != nil {
-		t := k.c.clock.NewTimer(k.c.nodeTimeout)
-		select {
-		case <-r.settled:
-		case <-t.C:
-		case <-ctx.Done():
-		case <-k.c.done:
-		}
-		t.Stop()
-	}
+	k.settle(ctx, r)
 	return l, r.err
+}
+
+// settle waits until the refused attempt r's roll-back has landed, at most the node timeout.
+func (k *contender) settle(ctx context.Context, r result) {
+	if r.settled == nil {
+		return
+	}
+	t := k.c.clock.NewTimer(k.c.nodeTimeout)
+	defer t.Stop()
+	select {
+	case <-r.settled:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-k.c.done:
+	}
 }
 
 // acquire makes attempts until one succeeds, ctx ends or the Client closes. A key the Client

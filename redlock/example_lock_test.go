@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
 )
 
 // TryLockAll takes every key or none, in one attempt.
@@ -253,7 +254,7 @@ type goredisNode struct{ c *redis.Client }
 
 func (n goredisNode) String() string { return n.c.Options().Addr }
 
-func (n goredisNode) Eval(ctx context.Context, s redlock.Script, keys, args []string) (any, error) {
+func (n goredisNode) Eval(ctx context.Context, s driver.Script, keys, args []string) (any, error) {
 	argv := make([]any, len(args))
 	for i, a := range args {
 		argv[i] = a
@@ -305,7 +306,7 @@ func ExampleNewNodes() {
 	// Two Clients, as two processes would have, each over clients of its own.
 	var lockers []*redlock.Client
 	for range 2 {
-		var nodes []redlock.Node
+		var nodes []driver.Node
 		for _, s := range servers {
 			c := redis.NewClient(&redis.Options{
 				Addr:                  s.(*redis.Client).Options().Addr,

@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
+	"github.com/quorumlock/redlock/redlock/goredisnode"
 )
 
 // masters starts n in-memory Redis servers standing in for independent masters, so that the
@@ -420,18 +422,19 @@ func ExampleClient_Resume() {
 	// again: true
 }
 
-// GoRedisNode makes a go-redis client a Node, so that it mixes in NewNodes with nodes of other
-// clients: here a Node written against the contract, as redlockrueidis.Node and
-// redlockvalkey.Node are. New is NewNodes over GoRedisNode of each client.
-func ExampleGoRedisNode() {
+// goredisnode.New makes a go-redis client a node, so that it mixes in NewNodes with nodes of
+// other clients: here a node written against the contract (package driver), as
+// redlockrueidis.Node and redlockvalkey.Node are. New is NewNodes over goredisnode.New of each
+// client.
+func ExampleNewNodes_mixed() {
 	servers, stop := masters(3)
 	defer stop()
 	other := redis.NewClient(&redis.Options{Addr: servers[2].(*redis.Client).Options().Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer other.Close()
 
-	locker, err := redlock.NewNodes([]redlock.Node{
-		redlock.GoRedisNode(servers[0]),
-		redlock.GoRedisNode(servers[1]),
+	locker, err := redlock.NewNodes([]driver.Node{
+		goredisnode.New(servers[0]),
+		goredisnode.New(servers[1]),
 		goredisNode{other},
 	})
 	if err != nil {
@@ -444,10 +447,10 @@ func ExampleGoRedisNode() {
 	fmt.Println("acquired:", err)
 	fmt.Println("released:", lock.Unlock(ctx))
 
-	_, err = redlock.NewNodes([]redlock.Node{redlock.GoRedisNode(servers[0]), redlock.GoRedisNode(servers[0])})
-	fmt.Println(err)
+	_, err = redlock.NewNodes([]driver.Node{goredisnode.New(servers[0]), goredisnode.New(servers[0])})
+	fmt.Println("one server given twice:", err != nil)
 	// Output:
 	// acquired: <nil>
 	// released: <nil>
-	// redlock: node 1 is the same client as node 0
+	// one server given twice: true
 }

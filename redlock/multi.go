@@ -38,7 +38,7 @@ func (o multiOps) claim(token string, ttl time.Duration) command {
 	return run(wire.ClaimScript, wire.MultiAcquire{Keys: o.keys, Token: token, TTL: ttl})
 }
 
-func (multiOps) abandon(string, string) (command, bool) { return command{}, false }
+func (multiOps) abandon(string, string) (command, bool) { return nil, false }
 
 // LockAll acquires every key of keys for ttl, as one lock, waiting until it succeeds, ctx is
 // done or the Client is closed, as Lock waits: a release of any of the keys wakes it. Each node

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/driver"
 	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
@@ -44,16 +45,17 @@ func (c *Client) mutex(key string) *spec {
 	return &m.spec
 }
 
-// setStorage is what SET NX's command points to, made in one allocation.
-type setStorage struct {
-	box        boxed
+// setCall is SET NX's call with its key and token, made in one allocation.
+type setCall struct {
+	driver.Call
 	key, token [1]string
 }
 
 func (m mutexOps) acquire(a attempt) command {
 	if a.waiter == "" && m.keys.Fence == "" {
-		set := &setStorage{key: [1]string{m.keys.Lock}, token: [1]string{a.token}}
-		return command{keys: set.key[:], args: set.token[:], ttl: a.ttl, box: &set.box}
+		set := &setCall{key: [1]string{m.keys.Lock}, token: [1]string{a.token}}
+		set.Keys, set.Args, set.TTL = set.key[:], set.token[:], a.ttl
+		return &set.Call
 	}
 	return run(wire.AcquireScript, wire.Acquire{Keys: m.keys, Token: a.token, TTL: a.ttl,
 		Waiter: a.waiter, Place: a.place, Lease: a.lease})

@@ -25,15 +25,18 @@ import (
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/driver"
+	"github.com/quorumlock/redlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // A Client locks keys across a fixed set of independent Redis masters. It is safe for
 // concurrent use. It does not own the clients its nodes wrap: Close leaves them open.
 type Client struct {
-	nodes   []Node
+	nodes   []driver.Node
+	senders []driver.Sender // nodes[i] as a Sender, nil where it is none
 	addrs   []string
-	listen  []Node // where releases are heard: the nodes, or NewCluster's one cluster
+	listen  []driver.Node // where releases are heard: the nodes, or NewCluster's one cluster
 	quorum  int
 	names   wire.Names
 	channel string // where releases are announced to every Client
@@ -77,20 +80,28 @@ type Client struct {
 // and ends by the go-redis client's own timeouts.
 //
 // New checks everything and sends nothing: it fails on no nodes, a nil node, a node given
-// twice, or an option out of range. It is NewNodes over GoRedisNode of each node.
+// twice, or an option out of range. It is NewNodes over goredisnode.New of each node.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
-	ns := make([]Node, len(nodes))
+	ns := make([]driver.Node, len(nodes))
+	cluster := -1
 	for i, n := range nodes {
-		ns[i] = GoRedisNode(n)
+		ns[i] = goredisnode.New(n)
+		if _, ok := n.(*redis.ClusterClient); ok && cluster < 0 {
+			cluster = i
+		}
 	}
-	return NewNodes(ns, opts...)
+	c, err := NewNodes(ns, opts...)
+	if err == nil {
+		c.clusterNode = cluster
+	}
+	return c, err
 }
 
-// NewNodes returns a Client over nodes of any kind (see Node), as New does for go-redis
-// clients; nodes of different kinds mix (GoRedisNode makes a go-redis client one). A node that
-// has a String method is named by it in errors. NewNodes fails on no nodes, a nil node, a node
-// given twice (or two GoRedisNodes over one client), or an option out of range.
-func NewNodes(nodes []Node, opts ...Option) (*Client, error) {
+// NewNodes returns a Client over nodes of any kind (see driver.Node), as New does for go-redis
+// clients; nodes of different kinds mix (goredisnode.New makes a go-redis client one). A node
+// that has a String method is named by it in errors. NewNodes fails on no nodes, a nil node, a
+// node given twice (the same Node, or two nodes of one address), or an option out of range.
+func NewNodes(nodes []driver.Node, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("redlock: no nodes")
 	}
@@ -98,8 +109,7 @@ func NewNodes(nodes []Node, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns := make([]Node, len(nodes))
-	cluster := -1
+	ns := make([]driver.Node, len(nodes))
 	for i, n := range nodes {
 		if isNil(n) {
 			return nil, fmt.Errorf("redlock: node %d is nil", i)
@@ -110,34 +120,29 @@ func NewNodes(nodes []Node, opts ...Option) (*Client, error) {
 			}
 		}
 		ns[i] = n
-		if g, ok := n.(*goredisNode); ok {
-			ns[i] = g.forClient(o.nodeTimeout)
-			if g.isCluster() && cluster < 0 {
-				cluster = i
-			}
+		if t, ok := n.(driver.Tuned); ok {
+			ns[i] = t.ForClient(o.nodeTimeout)
 		}
 	}
-	c := newClient(ns, o)
-	c.clusterNode = cluster
-	return c, nil
+	return newClient(ns, o), nil
 }
 
-// twice returns the error for node i being node j again: the same Node, or GoRedisNodes over
-// one go-redis client.
-func twice(a, b Node, j, i int) error {
-	ga, okA := a.(*goredisNode)
-	gb, okB := b.(*goredisNode)
-	switch {
-	case okA && okB && same(ga.client, gb.client):
-		return fmt.Errorf("redlock: node %d is the same client as node %d", i, j)
-	case same(a, b):
+// twice returns the error for node i being node j again: the same Node, or a node of the same
+// address (two clients of one server, which would count it twice).
+func twice(a, b driver.Node, j, i int) error {
+	if same(a, b) {
 		return fmt.Errorf("redlock: node %d is the same node as node %d", i, j)
+	}
+	sa, okA := a.(fmt.Stringer)
+	sb, okB := b.(fmt.Stringer)
+	if okA && okB && sa.String() != "" && sa.String() == sb.String() {
+		return fmt.Errorf("redlock: node %d has the same address as node %d, %s: one server would count twice", i, j, sa.String())
 	}
 	return nil
 }
 
 // newClient returns a Client over nodes with options o.
-func newClient(nodes []Node, o options) *Client {
+func newClient(nodes []driver.Node, o options) *Client {
 	c := &Client{
 		nodes:   nodes,
 		addrs:   make([]string, len(nodes)),
@@ -154,10 +159,12 @@ func newClient(nodes []Node, o options) *Client {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.listening, c.cancelListening = context.WithCancel(c.ctx)
 	c.listener = newListener(c)
+	c.senders = make([]driver.Sender, len(nodes))
 	for i, n := range nodes {
 		if s, ok := n.(fmt.Stringer); ok {
 			c.addrs[i] = s.String()
 		}
+		c.senders[i], _ = n.(driver.Sender)
 	}
 	return c
 }

@@ -99,7 +99,7 @@ func (r round[T]) call(ctx context.Context, i int) (T, error) {
 	if err == nil {
 		v, err = r.decode(reply)
 	} else {
-		err = redact(err, r.cmd.secrets()...)
+		err = redact(err, secrets(r.cmd)...)
 	}
 	c.replied(ctx, i, r.op, start, err)
 	return v, err
@@ -107,13 +107,13 @@ func (r round[T]) call(ctx context.Context, i int) (T, error) {
 
 // send sends cmd to node i.
 func (c *Client) send(ctx context.Context, i int, cmd command) (any, error) {
-	if n, ok := c.nodes[i].(*goredisNode); ok && cmd.box != nil {
-		return n.do(ctx, cmd)
+	if s := c.senders[i]; s != nil {
+		return s.Send(ctx, cmd)
 	}
-	if cmd.script == nil {
-		return c.nodes[i].SetNX(ctx, cmd.keys[0], cmd.args[0], cmd.ttl)
+	if cmd.Script == nil {
+		return c.nodes[i].SetNX(ctx, cmd.Keys[0], cmd.Args[0], cmd.TTL)
 	}
-	return c.nodes[i].Eval(ctx, cmd.script, cmd.keys, cmd.args)
+	return c.nodes[i].Eval(ctx, cmd.Script, cmd.Keys, cmd.Args)
 }
 
 // decodeGrant reads an acquisition's reply: SET NX's or an acquiring script's.

@@ -25,7 +25,7 @@ func (h holders) release(token, channel, _ string) command {
 // rollback is silent: holders stand in no line, and try again at the retry delay.
 func (h holders) rollback(a attempt, _ string) command { return h.release(a.token, "", "") }
 
-func (holders) abandon(string, string) (command, bool) { return command{}, false }
+func (holders) abandon(string, string) (command, bool) { return nil, false }
 
 // semaphoreOps are the commands of a semaphore of permits.
 type semaphoreOps struct {

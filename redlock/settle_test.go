@@ -9,12 +9,14 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
+	"github.com/quorumlock/redlock/redlock/goredisnode"
 )
 
 // A gated node runs each of its next Eval calls as its plan says: at once, held until a gate
 // opens, or after a delay. Calls beyond the plan run at once.
 type gated struct {
-	redlock.Node
+	driver.Node
 	mu   sync.Mutex
 	plan []func(ctx context.Context)
 }
@@ -26,7 +28,7 @@ func (g *gated) then(steps ...func(ctx context.Context)) {
 	g.plan = append(g.plan, steps...)
 }
 
-func (g *gated) Eval(ctx context.Context, s redlock.Script, keys, args []string) (any, error) {
+func (g *gated) Eval(ctx context.Context, s driver.Script, keys, args []string) (any, error) {
 	g.mu.Lock()
 	var step func(context.Context)
 	if len(g.plan) > 0 {
@@ -66,10 +68,10 @@ func after(d time.Duration) func(context.Context) {
 func TestTryLockAfterUnlockFindsThePermitFreed(t *testing.T) {
 	ctx := context.Background()
 	ss := redistest.StartN(t, 5)
-	nodes := make([]redlock.Node, 5)
+	nodes := make([]driver.Node, 5)
 	gates := make([]*gated, 5)
 	for i, cl := range redistest.Clients(t, redistest.Addrs(ss)...) {
-		gates[i] = &gated{Node: redlock.GoRedisNode(cl)}
+		gates[i] = &gated{Node: goredisnode.New(cl)}
 		nodes[i] = gates[i]
 	}
 	c, err := redlock.NewNodes(nodes, redlock.WithNodeTimeout(2*time.Second))

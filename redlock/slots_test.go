@@ -40,7 +40,7 @@ func TestEveryCommandTouchesOneSlot(t *testing.T) {
 					cmds = append(cmds, cmd)
 				}
 				for _, cmd := range cmds {
-					for _, k := range cmd.keys {
+					for _, k := range cmd.Keys {
 						if keyslot.Of(k) != keyslot.Of(prefix+key) {
 							t.Errorf("%s of %q (prefix %q): %q in slot %d, the key in %d", name, key, prefix, k, keyslot.Of(k), keyslot.Of(prefix+key))
 						}

@@ -1,10 +1,10 @@
 package redlock
 
 import (
-	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/redlock/driver"
 	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
@@ -56,82 +56,22 @@ type attempt struct {
 	lease  time.Duration // how long its place lasts unless an attempt renews it
 }
 
-// A command is one call, the same for every node of a round: a script with its KEYS and ARGV,
-// or, when script is nil, SET keys[0] args[0] NX PX ttl.
-type command struct {
-	script     *wire.Script
-	keys, args []string
-	ttl        time.Duration
-	box        *boxed // for go-redis nodes: the arguments boxed once for all of them
-}
-
-// boxed holds a command's arguments as go-redis takes them ([]any, each string boxed), made
-// once and shared by the go-redis nodes of a round, which only read them.
-type boxed struct {
-	once         sync.Once
-	evalsha, set []any
-	buf          [boxedArgs]any // storage for either, when it fits
-}
-
-// boxedArgs is the longest argument list that boxed holds without another allocation:
-// release.lua's EVALSHA, the commonest, has 11.
-const boxedArgs = 11
-
-// of returns cmd's arguments boxed: EVALSHA's, or SET's.
-func (b *boxed) of(cmd command) *boxed {
-	b.once.Do(func() {
-		if cmd.script == nil {
-			b.buf[0], b.buf[1], b.buf[2], b.buf[3], b.buf[4], b.buf[5] = "set", cmd.keys[0], cmd.args[0], "px", cmd.ttl.Milliseconds(), "nx"
-			b.set = b.buf[:6]
-			return
-		}
-		b.evalsha = appendArgs(b.buf[:0], "evalsha", cmd.script.SHA1Arg(), cmd.keys, cmd.args)
-	})
-	return b
-}
-
-// boxArgs returns EVALSHA's or EVAL's arguments: the verb, the script or its SHA1, the number
-// of keys, the keys and the arguments.
-func boxArgs(verb, script string, keys, args []string) []any {
-	return appendArgs(make([]any, 0, 3+len(keys)+len(args)), verb, script, keys, args)
-}
-
-// appendArgs appends the arguments of boxArgs to a, boxing a string that is also a key (a
-// lock's name in an announcement) once.
-func appendArgs(a []any, verb string, script any, keys, args []string) []any {
-	a = append(a, verb, script, len(keys))
-	for _, k := range keys {
-		a = append(a, k)
-	}
-	for _, s := range args {
-		var v any
-		for i, k := range keys {
-			if k == s && s != "" {
-				v = a[3+i]
-				break
-			}
-		}
-		if v == nil {
-			v = s
-		}
-		a = append(a, v)
-	}
-	return a
-}
+// A command is one call, the same for every node of a round (see driver.Call).
+type command = *driver.Call
 
 // encoder is the arguments of a script (package wire).
 type encoder interface{ Encode() (keys, args []string) }
 
 func run(s *wire.Script, e encoder) command {
 	keys, args := e.Encode()
-	return command{script: s, keys: keys, args: args, box: &boxed{}}
+	return &driver.Call{Script: s, Keys: keys, Args: args}
 }
 
 // secrets returns what a node's error must not show of cmd: its arguments that may be tokens
 // or waiter names (the long ones).
-func (cmd command) secrets() []string {
+func secrets(cmd command) []string {
 	var s []string
-	for _, a := range cmd.args {
+	for _, a := range cmd.Args {
 		if len(a) >= 16 {
 			s = append(s, a)
 		}

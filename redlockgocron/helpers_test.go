@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
 )
 
 func TestMain(m *testing.M) {
@@ -178,11 +179,11 @@ func wait(ctx context.Context, done <-chan struct{}) error {
 	}
 }
 
-var _ redlock.Node = (*node)(nil)
+var _ driver.Node = (*node)(nil)
 
 var errCut = errors.New("cut off by the test")
 
-func (n *node) Eval(ctx context.Context, s redlock.Script, keys, args []string) (any, error) {
+func (n *node) Eval(ctx context.Context, s driver.Script, keys, args []string) (any, error) {
 	if n.cut.Load() {
 		return nil, errCut
 	}
@@ -248,7 +249,7 @@ func members(t *testing.T, n int, addrs []string, split *splitter, opts ...redlo
 	ms := make([]*member, n)
 	for i := range ms {
 		m := &member{}
-		var nodes []redlock.Node
+		var nodes []driver.Node
 		for j, a := range addrs {
 			rc := client(a)
 			t.Cleanup(func() { rc.Close() })

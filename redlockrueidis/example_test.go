@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
 	"github.com/quorumlock/redlock/redlockrueidis"
 )
 
@@ -19,7 +20,7 @@ import (
 // told so (DisableCache). Against real servers, leave the cache option as you use it.
 func Example() {
 	ctx := context.Background()
-	var nodes []redlock.Node
+	var nodes []driver.Node
 	for range 3 {
 		m := miniredis.NewMiniRedis()
 		if err := m.Start(); err != nil {

@@ -1,10 +1,10 @@
 // Package redlockrueidis runs the redlock library on rueidis clients: Node wraps a
-// rueidis.Client (standalone, cluster or sentinel) as a redlock.Node, and redlock.NewNodes makes
+// rueidis.Client (standalone, cluster or sentinel) as a driver.Node, and redlock.NewNodes makes
 // a Client of such nodes, alone or mixed with nodes of other clients.
 //
 //	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"10.0.0.1:6379"}})
 //	...
-//	c, err := redlock.NewNodes([]redlock.Node{redlockrueidis.Node(client), ...})
+//	c, err := redlock.NewNodes([]driver.Node{redlockrueidis.Node(client), ...})
 package redlockrueidis
 
 import (
@@ -21,7 +21,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/keyslot"
 	"github.com/quorumlock/redlock/internal/nodecall"
-	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
 )
 
 // A node is one redlock node over a rueidis client.
@@ -50,8 +50,6 @@ type node struct {
 	cluster bool // a script's keys must then share a hash slot
 }
 
-var _ redlock.Commander = (*node)(nil)
-
 // Node returns client as a node of a redlock Client, for redlock.NewNodes. A cluster client is
 // one node (one vote): every key of a lock on it lives in the lock key's hash slot. The node
 // does not own client: closing the redlock Client leaves it open, and it must stay open as
@@ -59,7 +57,7 @@ var _ redlock.Commander = (*node)(nil)
 //
 // Give each node of a Client its own rueidis client to its own Redis master: NewNodes cannot
 // tell two nodes over one client, or one server, apart.
-func Node(client rueidis.Client) redlock.Node {
+func Node(client rueidis.Client) driver.Node {
 	return &node{
 		client:  client,
 		addr:    strings.Join(slices.Sorted(maps.Keys(client.Nodes())), ","),
@@ -72,11 +70,11 @@ func Node(client rueidis.Client) redlock.Node {
 func (n *node) String() string { return n.addr }
 
 // Eval runs script with EVALSHA, and with EVAL when the node answers NOSCRIPT.
-func (n *node) Eval(ctx context.Context, script redlock.Script, keys, args []string) (any, error) {
+func (n *node) Eval(ctx context.Context, script driver.Script, keys, args []string) (any, error) {
 	return nodecall.ByDeadline(ctx, func(ctx context.Context) (any, error) { return n.eval(ctx, script, keys, args) })
 }
 
-func (n *node) eval(ctx context.Context, script redlock.Script, keys, args []string) (any, error) {
+func (n *node) eval(ctx context.Context, script driver.Script, keys, args []string) (any, error) {
 	if err := n.sameSlot(keys); err != nil {
 		return nil, err
 	}
@@ -98,14 +96,11 @@ func (n *node) eval(ctx context.Context, script redlock.Script, keys, args []str
 // sameSlot fails, on a cluster, for keys in more than one hash slot, which no node of a
 // cluster runs a script on (rueidis would panic building the command).
 func (n *node) sameSlot(keys []string) error {
-	if !n.cluster || len(keys) < 2 {
+	if !n.cluster {
 		return nil
 	}
-	first := keyslot.Of(keys[0])
-	for _, k := range keys[1:] {
-		if s := keyslot.Of(k); s != first {
-			return fmt.Errorf("redlockrueidis: keys %q and %q are in hash slots %d and %d of a cluster, where a script touches one slot", keys[0], k, first, s)
-		}
+	if err := keyslot.OneSlot(keys); err != nil {
+		return fmt.Errorf("redlockrueidis: %w", err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
 	"github.com/quorumlock/redlock/redlockrueidis"
 	"github.com/quorumlock/redlock/redlocktest"
 )
@@ -13,7 +14,7 @@ import (
 // connect makes a Client over a rueidis client of its own for each node, with rueidis's
 // defaults, as users make them; a cluster's is a cluster client, found by rueidis itself.
 func connect(t *testing.T, addrs []string, opts ...redlock.Option) (*redlock.Client, error) {
-	nodes := make([]redlock.Node, len(addrs))
+	nodes := make([]driver.Node, len(addrs))
 	for i, addr := range addrs {
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
 		if err != nil {
@@ -30,7 +31,7 @@ func TestConformance(t *testing.T) { redlocktest.Run(t, connect) }
 func TestConformanceCluster(t *testing.T) { redlocktest.RunCluster(t, connect) }
 
 func TestNode(t *testing.T) {
-	redlocktest.RunNode(t, func(t *testing.T, addr string) redlock.Node {
+	redlocktest.RunNode(t, func(t *testing.T, addr string) driver.Node {
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
 		if err != nil {
 			t.Fatalf("rueidis client of %s: %v", addr, err)

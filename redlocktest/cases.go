@@ -268,7 +268,7 @@ func check(t *testing.T, s suite) {
 			t.Errorf("node %d %s: %s: %s", f.Node, f.Check, f.Verdict, f.Detail)
 		}
 	}
-	if n := len(up.Findings); n != 3*8+1 {
-		t.Errorf("%d findings, want 8 a node and the quorum's: %v", n, up.Findings)
+	if n := len(up.Findings); n != 3*9+1 {
+		t.Errorf("%d findings, want 9 a node and the quorum's: %v", n, up.Findings)
 	}
 }

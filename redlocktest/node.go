@@ -15,11 +15,12 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
 )
 
 // A NewNode returns a node over a client of its own to the redis-server at addr, and registers
 // the client's closing with t.Cleanup.
-type NewNode func(t *testing.T, addr string) redlock.Node
+type NewNode func(t *testing.T, addr string) driver.Node
 
 // RunNode checks the Node contract call by call on redis-server processes it starts: Eval's
 // replies as int64, string, []any and nil, its NOSCRIPT fallback and the server's error text;
@@ -145,7 +146,7 @@ type heard struct {
 }
 
 // startListen runs n.Listen on channels until ctx ends, and waits until it is ready.
-func startListen(t *testing.T, ctx context.Context, n redlock.Node, channels []string) *heard {
+func startListen(t *testing.T, ctx context.Context, n driver.Node, channels []string) *heard {
 	t.Helper()
 	h := &heard{done: make(chan error, 1)}
 	readyCh := make(chan struct{}, 1)

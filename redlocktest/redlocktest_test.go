@@ -8,6 +8,8 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
+	"github.com/quorumlock/redlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/redlocktest"
 )
 
@@ -38,7 +40,7 @@ func TestGoRedisCluster(t *testing.T) {
 
 // GoRedisNode, the node New makes of each go-redis client, passes the node's own table.
 func TestGoRedisNode(t *testing.T) {
-	redlocktest.RunNode(t, func(t *testing.T, addr string) redlock.Node {
-		return redlock.GoRedisNode(redistest.Client(t, addr))
+	redlocktest.RunNode(t, func(t *testing.T, addr string) driver.Node {
+		return goredisnode.New(redistest.Client(t, addr))
 	})
 }

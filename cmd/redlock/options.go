@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
 )
 
 // defaultOwner is the owner redlock exec stores with its lock unless --owner says otherwise:
@@ -25,7 +26,7 @@ func defaultOwner() string {
 // New checks every option and sends nothing, so a Client over a node that is never called
 // tells what the library refuses without the command line repeating its rules.
 func checkOptions(opts ...redlock.Option) error {
-	c, err := redlock.NewNodes([]redlock.Node{unused{}}, opts...)
+	c, err := redlock.NewNodes([]driver.Node{unused{}}, opts...)
 	if err != nil {
 		return err
 	}
@@ -35,11 +36,11 @@ func checkOptions(opts ...redlock.Option) error {
 // unused is a redlock.Node that is never called (see checkOptions).
 type unused struct{}
 
-var _ redlock.Node = unused{}
+var _ driver.Node = unused{}
 
 var errUnused = errors.New("redlock: this node is never asked")
 
-func (unused) Eval(context.Context, redlock.Script, []string, []string) (any, error) {
+func (unused) Eval(context.Context, driver.Script, []string, []string) (any, error) {
 	return nil, errUnused
 }
 

@@ -5,6 +5,7 @@
 package keyslot
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,4 +61,19 @@ func Tag(s int) string {
 		}
 	})
 	return tags[s]
+}
+
+// OneSlot returns an error naming the first two of keys that are in different hash slots, nil
+// when all are in one: a script on a Redis Cluster touches one slot.
+func OneSlot(keys []string) error {
+	if len(keys) < 2 {
+		return nil
+	}
+	first := Of(keys[0])
+	for _, k := range keys[1:] {
+		if s := Of(k); s != first {
+			return fmt.Errorf("keys %q and %q are in hash slots %d and %d of a cluster, where a script touches one slot", keys[0], k, first, s)
+		}
+	}
+	return nil
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
+	"github.com/quorumlock/redlock/redlock/goredisnode"
 	"github.com/quorumlock/redlock/redlockrueidis"
 	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/quorumlock/redlock/redlockvalkey"
@@ -23,11 +25,11 @@ func TestMain(m *testing.M) {
 
 // node returns a Node of the kind i picks (go-redis, rueidis, valkey-go, in turn) over a
 // client of its own to addr, with the client's defaults; t.Cleanup closes the client.
-func node(t *testing.T, i int, addr string) redlock.Node {
+func node(t *testing.T, i int, addr string) driver.Node {
 	t.Helper()
 	switch i % 3 {
 	case 0:
-		return redlock.GoRedisNode(redistest.Client(t, addr))
+		return goredisnode.New(redistest.Client(t, addr))
 	case 1:
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
 		if err != nil {
@@ -47,7 +49,7 @@ func node(t *testing.T, i int, addr string) redlock.Node {
 
 // connect makes a Client over addrs whose nodes are of the three kinds, in turn.
 func connect(t *testing.T, addrs []string, opts ...redlock.Option) (*redlock.Client, error) {
-	nodes := make([]redlock.Node, len(addrs))
+	nodes := make([]driver.Node, len(addrs))
 	for i, addr := range addrs {
 		nodes[i] = node(t, i, addr)
 	}
@@ -78,7 +80,7 @@ func TestOneLockOverThreeClients(t *testing.T) {
 		return err == nil && in.Nodes[0].Token == l.Token() && in.Nodes[1].Token == l.Token() && in.Nodes[2].Token == l.Token()
 	})
 	for kind := range 3 {
-		nodes := make([]redlock.Node, len(addrs))
+		nodes := make([]driver.Node, len(addrs))
 		for i, addr := range addrs {
 			nodes[i] = node(t, kind, addr)
 		}

@@ -1,26 +1,34 @@
-package redlock
+// Package goredisnode runs the redlock library on go-redis v9 clients: New wraps a go-redis
+// client as a driver.Node, as redlock.New does with each of its clients, so that go-redis clients
+// mix with nodes of other clients (redlockrueidis, redlockvalkey) in redlock.NewNodes; Votes
+// makes the votes of redlock.NewCluster.
+//
+// go-redis bounds a call by its client's read and write timeouts (3 s by default), not by the
+// context, and retries a failed call (READONLY, a timeout) with back-off. So every command is
+// sent once, never retried by go-redis: a redlock Client retries by itself, and a node's own
+// error (READONLY, OOM, NOPERM) comes back at once. A Client stops waiting for a call at its
+// deadline; a call to a stopped node then ends in go-redis by its timeouts.
+package goredisnode
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/internal/keyslot"
 	"github.com/quorumlock/redlock/internal/nodecall"
+	"github.com/quorumlock/redlock/redlock/driver"
 )
 
-// A goredisNode is a Node over a go-redis client, as GoRedisNode (and so New) makes them.
+// A goredisNode is a node over a go-redis client, as New makes them.
 //
-// go-redis bounds a call by its client's read and write timeouts (3 s by default), not by the
-// context, and retries a failed call (READONLY, a timeout) with back-off. So every command is
-// sent once, never retried by go-redis: the Client retries by itself, and a node's own error
-// (READONLY, OOM, NOPERM) comes back at once. The Client stops waiting for a call at its
-// deadline (see round.ask); a call to a stopped node then ends in go-redis by its timeouts.
 // Subscriptions go through a view of a *redis.Client (WithTimeout, sharing its connections)
 // whose timeouts are the node timeout (the default's for a node used on its own), so that
 // making one never waits on a stuck node longer.
@@ -28,32 +36,38 @@ type goredisNode struct {
 	client redis.UniversalClient
 	addr   string
 	// send sends a command: process, bounded by the context's deadline for a node used on its
-	// own; a Client's copy (forClient) sends by process (through refusals for a *redis.Client),
-	// since the Client stops waiting for a call at its deadline itself (see round.ask).
+	// own; a Client's copy (ForClient) sends by process (through refusals for a *redis.Client),
+	// since the Client stops waiting for a call at its deadline itself.
 	send    func(ctx context.Context, cmd redis.Cmder) error
 	process func(ctx context.Context, cmd redis.Cmder) error // a *redis.Client's through its batcher
 	sub     redis.UniversalClient                            // where Listen subscribes
 }
 
-var _ Commander = (*goredisNode)(nil)
+var (
+	_ driver.Sender = (*goredisNode)(nil)
+	_ driver.Tuned  = (*goredisNode)(nil)
+)
 
-// GoRedisNode returns a Node over c, a go-redis client, as New makes of each of its clients, so
-// that go-redis clients mix with nodes of other clients (redlockrueidis, redlockvalkey) in
-// NewNodes. A *redis.Client is one master, and the calls that many goroutines make to it at once
-// go out together in one pipeline; a *redis.ClusterClient is a whole Redis Cluster, one vote,
-// as in New. Every command is sent once, never retried by go-redis, and each call returns by its
-// context's deadline (a Client stops waiting for it at the node timeout), though go-redis ends
-// the call itself only by its client's own timeouts. It returns nil for a nil c, which NewNodes
-// refuses.
-func GoRedisNode(c redis.UniversalClient) Node {
-	if isNil(c) {
+// defaultTimeout is the node timeout of a node used on its own: redlock's default.
+const defaultTimeout = 100 * time.Millisecond
+
+// New returns a node over c, a go-redis client. A *redis.Client is one master, and the calls
+// that many goroutines make to it at once go out together in one pipeline; a
+// *redis.ClusterClient is a whole Redis Cluster, one vote, whose every key of a lock lives in
+// the lock key's hash slot. Every command is sent once, never retried by go-redis, and each call
+// returns by its context's deadline (a Client stops waiting for it at the node timeout), though
+// go-redis ends the call itself only by its client's own timeouts. The node has a Command method,
+// which sends any command once (see redlock/doctor). It returns nil for a nil c, which
+// redlock.NewNodes refuses.
+func New(c redis.UniversalClient) driver.Node {
+	if c == nil || reflect.ValueOf(c).Kind() == reflect.Pointer && reflect.ValueOf(c).IsNil() {
 		return nil
 	}
 	n := &goredisNode{client: c, process: c.Process, sub: c}
 	switch u := c.(type) {
 	case *redis.Client:
 		n.addr, n.process = u.Options().Addr, (&batcher{node: u}).process
-		n.sub = u.WithTimeout(defaultOptions().nodeTimeout)
+		n.sub = u.WithTimeout(defaultTimeout)
 	case *redis.ClusterClient:
 		n.addr = strings.Join(u.Options().Addrs, ",")
 	}
@@ -61,16 +75,11 @@ func GoRedisNode(c redis.UniversalClient) Node {
 	return n
 }
 
-// newGoredisNode returns GoRedisNode(u) as a Client whose node timeout is timeout uses it.
-func newGoredisNode(u redis.UniversalClient, timeout time.Duration) *goredisNode {
-	return GoRedisNode(u).(*goredisNode).forClient(timeout)
-}
-
-// forClient returns a copy of n for a Client whose node timeout is timeout: it sends by
-// process (a *redis.Client's failing at once while its node refuses connections, see refusals),
-// and a *redis.Client's subscriptions go through a view of it (sharing its
-// connections) whose timeouts are the node timeout. The copy shares n's batcher.
-func (n *goredisNode) forClient(timeout time.Duration) *goredisNode {
+// ForClient returns a copy of n for a Client whose node timeout is timeout: it sends by process
+// (a *redis.Client's failing at once while its node refuses connections, see refusals), and a
+// *redis.Client's subscriptions go through a view of it (sharing its connections) whose timeouts
+// are the node timeout. The copy shares n's batcher.
+func (n *goredisNode) ForClient(timeout time.Duration) driver.Node {
 	c := *n
 	c.send = n.process
 	if u, ok := n.client.(*redis.Client); ok {
@@ -80,6 +89,9 @@ func (n *goredisNode) forClient(timeout time.Duration) *goredisNode {
 	return &c
 }
 
+// Client returns the go-redis client the node sends through.
+func (n *goredisNode) Client() redis.UniversalClient { return n.client }
+
 // byDeadline sends cmd by process and returns by ctx's end whatever go-redis does: the call goes
 // on in a goroutine of its own until go-redis ends it by its client's timeouts, and cmd is not
 // to be read then.
@@ -88,13 +100,19 @@ func (n *goredisNode) byDeadline(ctx context.Context, cmd redis.Cmder) error {
 	return err
 }
 
-// isCluster reports whether n is a whole Redis Cluster.
-func (n *goredisNode) isCluster() bool {
-	_, ok := n.client.(*redis.ClusterClient)
-	return ok
-}
-
 func (n *goredisNode) String() string { return n.addr }
+
+// oneSlot refuses, on a Redis Cluster, a script whose keys are in more than one hash slot: go-redis
+// would send it to the first key's master, which refuses it (CROSSSLOT).
+func (n *goredisNode) oneSlot(keys []string) error {
+	if _, ok := n.client.(*redis.ClusterClient); !ok {
+		return nil
+	}
+	if err := keyslot.OneSlot(keys); err != nil {
+		return fmt.Errorf("redlock: %w", err)
+	}
+	return nil
+}
 
 // once is a command that go-redis sends once: it never retries a command whose NoRetry says so.
 type once struct{ *redis.Cmd }
@@ -105,7 +123,10 @@ type setOnce struct{ *redis.BoolCmd }
 
 func (setOnce) NoRetry() bool { return true }
 
-func (n *goredisNode) Eval(ctx context.Context, script Script, keys, args []string) (any, error) {
+func (n *goredisNode) Eval(ctx context.Context, script driver.Script, keys, args []string) (any, error) {
+	if err := n.oneSlot(keys); err != nil {
+		return nil, err
+	}
 	v, err := n.eval(ctx, boxArgs("evalsha", script.SHA1(), keys, args))
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		v, err = n.eval(ctx, boxArgs("eval", script.Source(), keys, args))
@@ -113,16 +134,20 @@ func (n *goredisNode) Eval(ctx context.Context, script Script, keys, args []stri
 	return v, err
 }
 
-// send sends cmd with the arguments it boxed once for every go-redis node (see boxed).
-func (n *goredisNode) do(ctx context.Context, cmd command) (any, error) {
-	b := cmd.box.of(cmd)
-	if cmd.script == nil {
-		return n.setNX(ctx, b.set)
+// Send sends call with its arguments boxed once for every go-redis node of the round (see
+// boxed).
+func (n *goredisNode) Send(ctx context.Context, call *driver.Call) (any, error) {
+	if err := n.oneSlot(call.Keys); err != nil {
+		return nil, err
 	}
-	v, err := n.eval(ctx, b.evalsha)
+	b := boxedOf(call)
+	if call.Script == nil {
+		return n.setNX(ctx, b)
+	}
+	v, err := n.eval(ctx, b)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		eval := slices.Clone(b.evalsha)
-		eval[0], eval[1] = "eval", cmd.script.Source()
+		eval := slices.Clone(b)
+		eval[0], eval[1] = "eval", call.Script.Source()
 		v, err = n.eval(ctx, eval)
 	}
 	return v, err
@@ -181,11 +206,13 @@ func (n *goredisNode) command(ctx context.Context, slotKey string, args []string
 }
 
 func (n *goredisNode) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.setNX(ctx, []any{"set", key, value, "px", ttl.Milliseconds(), "nx"})
+	v, err := n.setNX(ctx, []any{"set", key, value, "px", ttl.Milliseconds(), "nx"})
+	set, _ := v.(bool)
+	return set, err
 }
 
-// setNX sends SET with a, its arguments from the verb on.
-func (n *goredisNode) setNX(ctx context.Context, a []any) (bool, error) {
+// setNX sends SET with a, its arguments from the verb on, and returns whether it set the key.
+func (n *goredisNode) setNX(ctx context.Context, a []any) (any, error) {
 	cmd := setOnce{redis.NewBoolCmd(ctx, a...)}
 	if err := n.send(ctx, cmd); err != nil && !errors.Is(err, redis.Nil) {
 		return false, err
