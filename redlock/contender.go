@@ -137,6 +137,9 @@ func (k *contender) acquire(ctx context.Context) (l *Lock, err error) {
 				return nil, errors.Join(r.err, err)
 			}
 		}
+		// Not before the attempt's own roll-back landed: a release may wake the waiter sooner,
+		// and an attempt would find its own keys, and take that refusal for another holder's.
+		k.settle(ctx, r)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 	"github.com/quorumlock/redlock/redlock/driver"
 	"github.com/quorumlock/redlock/redlock/goredisnode"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 // A gated node runs each of its next Eval calls as its plan says: at once, held until a gate
@@ -124,5 +125,85 @@ func TestTryLockAfterUnlockFindsThePermitFreed(t *testing.T) {
 		if err := l.Unlock(ctx); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// A waiter whose attempt split the vote, and which a release wakes before that attempt's own
+// roll-back has landed, does not take its own leftover for another holder: its next attempt
+// waits for the roll-back. Three nodes, a semaphore of 2 permits (a holder needs all 3): the
+// holder a's release reaches node 0 first, the waiter's attempt then wins node 0 only, and its
+// roll-back there is slow; a's release on nodes 1 and 2 wakes the waiter. With a retry delay
+// of an hour, a waiter refused by its own leftover would sleep for it.
+func TestWaiterWokenBeforeItsRollbackLanded(t *testing.T) {
+	ctx := context.Background()
+	addrs := redistest.Addrs(redistest.StartN(t, 3))
+	gatedClient := func(opts ...redlock.Option) (*redlock.Client, []*gated) {
+		gates := make([]*gated, 3)
+		nodes := make([]driver.Node, 3)
+		for i, cl := range redistest.Clients(t, addrs...) {
+			gates[i] = &gated{Node: goredisnode.New(cl)}
+			nodes[i] = gates[i]
+		}
+		c, err := redlock.NewNodes(nodes, append([]redlock.Option{redlock.WithNodeTimeout(2 * time.Second)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, gates
+	}
+	c1, g1 := gatedClient()
+	acquired := make(chan int, 16) // c2's acquisition replies that said yes, by node
+	refused := make(chan int, 16)  // and that said no
+	c2, g2 := gatedClient(redlock.WithRetryDelay(time.Hour, time.Hour), redlock.WithObserver(locktrace.Observer{
+		NodeReply: func(_ context.Context, r locktrace.NodeReply) {
+			switch {
+			case r.Op != locktrace.NodeAcquire:
+			case r.Outcome == locktrace.NodeOK:
+				acquired <- r.Node
+			case r.Outcome == locktrace.NodeTaken:
+				refused <- r.Node
+			}
+		},
+	}))
+	sem1, sem2 := semaphore(t, c1, "exports", 2), semaphore(t, c2, "exports", 2)
+	a, err := sem1.TryLock(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sem2.TryLock(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Unlock(ctx)
+	for range 3 {
+		redistest.Receive(t, "b's permits", acquired)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := sem2.Lock(ctx, time.Minute)
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	// Its first attempt, and its attempt as a waiter, refused by every node: it pauses for an hour.
+	for range 6 {
+		redistest.Receive(t, "the waiter's refusals", refused)
+	}
+	open := make(chan struct{})
+	g1[1].then(until(open)) // a's release reaches node 0 first
+	g1[2].then(until(open))
+	g2[0].then(pass, after(500*time.Millisecond)) // the waiter's attempt wins node 0; its roll-back is slow
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- a.Unlock(ctx) }()
+	if n := redistest.Receive(t, "the waiter's attempt winning node 0", acquired); n != 0 {
+		t.Fatalf("the waiter's attempt won node %d, want node 0", n)
+	}
+	close(open) // a's release reaches nodes 1 and 2, and wakes the waiter
+	if err := redistest.Receive(t, "a's Unlock", unlocked); err != nil {
+		t.Fatal(err)
+	}
+	if err := redistest.Receive(t, "the waiter, woken before its roll-back landed", got); err != nil {
+		t.Fatal(err)
 	}
 }
