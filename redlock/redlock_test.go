@@ -34,6 +34,13 @@ func cluster(t *testing.T, n int, opts ...redlock.Option) ([]*miniredis.Miniredi
 	return ms, c
 }
 
+// deadline is a context that fails a test that hangs in seconds, not at the package timeout.
+func deadline(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // companion names the key of kind beside the lock of key, as a Client without a prefix does.
 func companion(kind, key string) string {
 	names, err := wire.NewNames("")

@@ -125,7 +125,7 @@ func (n *node) setNX(ctx context.Context, key, value string, ttl time.Duration) 
 	return true, nil
 }
 
-// Command sends args, a command and its arguments, once, for redlock.Client.Check. On a
+// Command sends args, a command and its arguments, once, for the doctor (redlock/doctor). On a
 // cluster client it fails with errors.ErrUnsupported: rueidis sends a command without keys to a
 // node of its choosing, and Check wants one server's answers.
 func (n *node) Command(ctx context.Context, args ...string) (any, error) {

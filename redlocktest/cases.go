@@ -35,7 +35,6 @@ var cases = []struct {
 	{"close-bound", closeBound},
 	{"server-errors", serverErrors},
 	{"bad-replies", badReplies},
-	{"check", check},
 }
 
 const (
@@ -241,34 +240,5 @@ func fencing(t *testing.T, s suite) {
 		if err := l.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// Client.Check reads every node: through its commands when the node is a redlock.Commander
-// that reaches one server (role, eviction, commands and acl then pass on the table's servers),
-// else through scripts, with a warning for each check it could not run; nothing fails but,
-// on a machine busy enough, latency.
-func check(t *testing.T, s suite) {
-	c := s.client(t, s.shared)
-	up, err := c.Check(deadline(t), 300*time.Millisecond)
-	if err != nil {
-		t.Fatalf("Check: %v", err)
-	}
-	for _, f := range up.Findings {
-		switch {
-		case f.Check == "latency" || f.Check == "clock" || f.Check == "persistence":
-		case f.Verdict == redlock.Fail:
-			t.Errorf("node %d %s failed: %s", f.Node, f.Check, f.Detail)
-		case f.Node < 0:
-		case strings.HasPrefix(f.Detail, "not checked: its client"):
-			if f.Verdict != redlock.Warn {
-				t.Errorf("node %d %s: %s, want a warning: %s", f.Node, f.Check, f.Verdict, f.Detail)
-			}
-		case f.Verdict != redlock.OK:
-			t.Errorf("node %d %s: %s: %s", f.Node, f.Check, f.Verdict, f.Detail)
-		}
-	}
-	if n := len(up.Findings); n != 3*9+1 {
-		t.Errorf("%d findings, want 9 a node and the quorum's: %v", n, up.Findings)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/redistest"
-	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/doctor"
 	"github.com/quorumlock/redlock/redlock/driver"
 )
 
@@ -26,7 +26,8 @@ type NewNode func(t *testing.T, addr string) driver.Node
 // replies as int64, string, []any and nil, its NOSCRIPT fallback and the server's error text;
 // SetNX; Listen's ready, delivery and return when its context ends or its connection is killed;
 // every call ending by its context's deadline on a stopped server; String naming the address;
-// and for a redlock.Commander, Command's replies, maps included, and the server's error text.
+// and for a doctor.Commander, Command's replies, maps included, and the server's error text;
+// and the doctor's Check of three such nodes.
 func RunNode(t *testing.T, newNode NewNode) {
 	t.Helper()
 	s := redistest.Start(t)
@@ -42,6 +43,7 @@ func RunNode(t *testing.T, newNode NewNode) {
 		{"deadline", callDeadline},
 		{"string", nodeString},
 		{"command", command},
+		{"doctor", doctorCheck},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, s, newNode) })
 	}
@@ -257,7 +259,7 @@ func callDeadline(t *testing.T, s *redistest.Server, newNode NewNode) {
 			return n.Listen(ctx, []string{"stopped"}, func() {}, func(string, string) {})
 		}},
 		{"Command", func(ctx context.Context) error {
-			cmd, ok := n.(redlock.Commander)
+			cmd, ok := n.(doctor.Commander)
 			if !ok {
 				return errors.New("no Commander")
 			}
@@ -296,9 +298,9 @@ func nodeString(t *testing.T, s *redistest.Server, newNode NewNode) {
 // a nil reply, and the server's error text; the node is a Commander, or RunNode says so.
 func command(t *testing.T, s *redistest.Server, newNode NewNode) {
 	ctx := deadline(t)
-	n, ok := newNode(t, s.Addr).(redlock.Commander)
+	n, ok := newNode(t, s.Addr).(doctor.Commander)
 	if !ok {
-		t.Skip("not a redlock.Commander: Client.Check checks it only through scripts")
+		t.Skip("not a doctor.Commander: doctor.Check checks it only through scripts")
 	}
 	for _, c := range []struct {
 		args []string
@@ -324,5 +326,39 @@ func command(t *testing.T, s *redistest.Server, newNode NewNode) {
 	}
 	if _, err := n.Command(ctx, "NOSUCHCOMMAND"); err == nil || !strings.Contains(err.Error(), "unknown command") {
 		t.Errorf("Command of an unknown command: %v, want the server's error text", err)
+	}
+}
+
+// doctor.Check reads every node: through its commands when the node is a doctor.Commander that
+// reaches one server (role, eviction, commands and acl then pass on the table's servers), else
+// through scripts, with a warning for each check it could not run; nothing fails but, on a
+// machine busy enough, latency.
+func doctorCheck(t *testing.T, _ *redistest.Server, newNode NewNode) {
+	var nodes []driver.Node
+	for _, s := range redistest.StartN(t, 3) {
+		nodes = append(nodes, newNode(t, s.Addr))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	up, err := doctor.Check(ctx, doctor.Setup{Nodes: nodes, NodeTimeout: time.Second}, 300*time.Millisecond)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	for _, f := range up.Findings {
+		switch {
+		case f.Check == "latency" || f.Check == "clock" || f.Check == "persistence":
+		case f.Verdict == doctor.Fail:
+			t.Errorf("node %d %s failed: %s", f.Node, f.Check, f.Detail)
+		case f.Node < 0:
+		case strings.HasPrefix(f.Detail, "not checked: its client"):
+			if f.Verdict != doctor.Warn {
+				t.Errorf("node %d %s: %s, want a warning: %s", f.Node, f.Check, f.Verdict, f.Detail)
+			}
+		case f.Verdict != doctor.OK:
+			t.Errorf("node %d %s: %s: %s", f.Node, f.Check, f.Verdict, f.Detail)
+		}
+	}
+	if n := len(up.Findings); n != 3*9+1 {
+		t.Errorf("%d findings, want 9 a node and the quorum's: %v", n, up.Findings)
 	}
 }

@@ -1,4 +1,4 @@
-// Package redlocktest checks that a redlock.Node implementation runs the redlock library, as
+// Package redlocktest checks that a driver.Node implementation runs the redlock library, as
 // net/http/httptest helps test HTTP code: Run starts real redis-server processes on free
 // loopback ports and runs one conformance table on Clients over them, the same table that the
 // library's own go-redis nodes pass. RunCluster runs it where every node is a Redis Cluster.
@@ -10,15 +10,15 @@
 // node stopped with SIGSTOP and a slow node (both decided without them), Close's bound with a
 // node stopped, the servers' error replies (READONLY, NOPERM) named, and replies of the wrong
 // shape, with a count of the commands each refusing server received, which a client that
-// resends a command fails, and Client.Check reading every node. RunNode checks the Node contract call by call, for an adapter's own
-// tests. Both need redis-server (7 or later) on the PATH: without it they skip, or fail when
+// resends a command fails. RunNode checks the Node contract call by call, and the doctor's
+// Check of such nodes, for an adapter's own tests. Both need redis-server (7 or later) on the PATH: without it they skip, or fail when
 // REDLOCK_REQUIRE_REDIS is set or CI=true.
 //
 // An adapter module tests its nodes with a Connect of its own:
 //
 //	func TestConformance(t *testing.T) {
 //		redlocktest.Run(t, func(t *testing.T, addrs []string, opts ...redlock.Option) (*redlock.Client, error) {
-//			nodes := make([]redlock.Node, len(addrs))
+//			nodes := make([]driver.Node, len(addrs))
 //			for i, addr := range addrs {
 //				client := newClient(t, addr) // closed by t.Cleanup
 //				nodes[i] = mynode.Node(client)

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/quorum"
-	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/doctor"
 )
 
 const doctorUsage = `usage: redlock doctor (--nodes URL,URL,... | --cluster URL --votes N) [--for D] [-json]
@@ -132,7 +132,7 @@ func noPerm(pinged []error) bool {
 
 // report prints what Check found on nodes, each node's failure to answer told as its PING's
 // (pinged, nil for none), and returns the exit status.
-func (dr *doctorRun) report(up redlock.Checkup, err error, nodes []node, pinged []error, stdout, stderr io.Writer) int {
+func (dr *doctorRun) report(up doctor.Checkup, err error, nodes []node, pinged []error, stdout, stderr io.Writer) int {
 	if len(up.Findings) == 0 {
 		fmt.Fprintf(stderr, "redlock doctor: %v\n", err)
 		return exitTempFail
@@ -153,19 +153,17 @@ func (dr *doctorRun) report(up redlock.Checkup, err error, nodes []node, pinged 
 	return doctorStatus(up, len(nodes))
 }
 
-// check makes the Client over cs, as exec would, and checks its nodes for dr.d.
-func (dr *doctorRun) check(ctx context.Context, cs []redis.UniversalClient) (redlock.Checkup, error) {
-	locker, err := dr.locker(ctx, cs, redlock.WithNodeTimeout(dr.nodeTimeout), redlock.WithKeyPrefix(dr.prefix),
-		redlock.WithDriftFactor(driftFactor))
+// check checks for dr.d the nodes a Client over cs would have, as exec would make it.
+func (dr *doctorRun) check(ctx context.Context, cs []redis.UniversalClient) (doctor.Checkup, error) {
+	nodes, err := dr.lockNodes(ctx, cs)
 	if err != nil {
-		return redlock.Checkup{}, err
+		return doctor.Checkup{}, err
 	}
-	defer locker.Close()
-	return locker.Check(ctx, dr.d)
+	return doctor.Check(ctx, doctor.Setup{Nodes: nodes, NodeTimeout: dr.nodeTimeout, DriftFactor: driftFactor, KeyPrefix: dr.prefix}, dr.d)
 }
 
 // doctorStatus is the exit status for up, over n nodes: the quorum's first.
-func doctorStatus(up redlock.Checkup, n int) int {
+func doctorStatus(up doctor.Checkup, n int) int {
 	unreached := 0
 	for _, f := range up.Findings {
 		if f.Check == "reach" {
@@ -175,14 +173,14 @@ func doctorStatus(up redlock.Checkup, n int) int {
 	switch {
 	case n-unreached < quorum.Of(n):
 		return exitTempFail
-	case up.Verdict == redlock.Fail:
+	case up.Verdict == doctor.Fail:
 		return 1
 	}
 	return 0
 }
 
 // printFindings writes the nodes, the table of findings and the summary.
-func printFindings(w io.Writer, up redlock.Checkup, nodes []node, d time.Duration) {
+func printFindings(w io.Writer, up doctor.Checkup, nodes []node, d time.Duration) {
 	for i, n := range nodes {
 		fmt.Fprintf(w, "node %d: %s\n", i, n.name)
 	}
@@ -209,7 +207,7 @@ type finding struct {
 	Detail  string `json:"detail"`
 }
 
-func printFindingsJSON(w io.Writer, up redlock.Checkup, nodes []node) {
+func printFindingsJSON(w io.Writer, up doctor.Checkup, nodes []node) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false) // "&app:*" as it is
 	for _, f := range up.Findings {
@@ -229,7 +227,7 @@ const statusCheck = 300 * time.Millisecond
 func (f *nodeFlags) diagnose(ctx context.Context, cs []redis.UniversalClient, w io.Writer) {
 	dr := doctorRun{nodeFlags: *f, d: statusCheck}
 	up, _ := dr.check(ctx, cs)
-	if up.Verdict == redlock.Fail {
+	if up.Verdict == doctor.Fail {
 		fmt.Fprintf(w, "doctor: %s; run redlock doctor for the details\n", up.Summary())
 	}
 }

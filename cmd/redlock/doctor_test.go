@@ -135,7 +135,7 @@ func TestDoctorOnVotes(t *testing.T) {
 }
 
 // With a node stopped (SIGSTOP: it takes connections and answers nothing) or killed (its
-// connections refused), redlock doctor returns within the bound that Client.Check documents,
+// connections refused), redlock doctor returns within the bound that doctor.Check documents,
 // the longer of --for and twice --node-timeout, with a second's slack for a busy machine: the
 // PING that tells refused credentials apart runs beside the checks, not a node timeout before.
 func TestDoctorKeepsTheBoundOfCheck(t *testing.T) {

@@ -18,6 +18,8 @@ import (
 	"github.com/quorumlock/redlock/internal/keyslot"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/driver"
+	"github.com/quorumlock/redlock/redlock/goredisnode"
 )
 
 // A node is one vote of the lock named on the command line: a Redis master, a whole Redis
@@ -316,6 +318,25 @@ func (f *nodeFlags) locker(ctx context.Context, cs []redis.UniversalClient, opts
 	ctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
 	defer cancel()
 	return redlock.NewCluster(ctx, cs[0].(*redis.ClusterClient), f.votes, opts...)
+}
+
+// lockNodes returns the nodes of a Client over cs, as locker would make it: goredisnode's, or with
+// --cluster the votes of NewCluster.
+func (f *nodeFlags) lockNodes(ctx context.Context, cs []redis.UniversalClient) ([]driver.Node, error) {
+	if f.cluster == "" {
+		ns := make([]driver.Node, len(cs))
+		for i, c := range cs {
+			ns[i] = goredisnode.New(c)
+		}
+		return ns, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
+	defer cancel()
+	votes, err := goredisnode.Votes(ctx, cs[0].(*redis.ClusterClient), f.votes, len(f.prefix))
+	if err != nil {
+		return nil, fmt.Errorf("redlock: place %d votes on the cluster: %w", f.votes, err)
+	}
+	return votes, nil
 }
 
 func closeClients(cs []redis.UniversalClient) {

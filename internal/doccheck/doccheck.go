@@ -129,6 +129,7 @@ var known = map[string]string{
 	"time":           "time",
 	"clock":          "github.com/quorumlock/redlock/clock",
 	"redlock":        "github.com/quorumlock/redlock/redlock",
+	"doctor":         "github.com/quorumlock/redlock/redlock/doctor",
 	"driver":         "github.com/quorumlock/redlock/redlock/driver",
 	"goredisnode":    "github.com/quorumlock/redlock/redlock/goredisnode",
 	"locktrace":      "github.com/quorumlock/redlock/redlock/locktrace",

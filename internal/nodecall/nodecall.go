@@ -1,6 +1,6 @@
 // Package nodecall holds what every kind of node (go-redis, rueidis, valkey-go) needs the same
 // way: a call that returns by its context's end whatever the client does, and a reply with its
-// maps flattened, as redlock.Commander returns replies.
+// maps flattened, as doctor.Commander returns replies.
 package nodecall
 
 import (

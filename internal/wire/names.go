@@ -120,7 +120,7 @@ func (n Names) Channel() string { return n.prefix + Reserved + "released" }
 // the channel, a colon and the id (queue.lua writes it so).
 func (n Names) ClientChannel(id string) string { return n.Channel() + ":" + id }
 
-// Probe returns the key on which Client.Check tries a write: a companion of the queue's kind to
+// Probe returns the key on which the doctor tries a write: a companion of the queue's kind to
 // a name that starts with Reserved, which no lock may have (CheckKey), so that the probe touches
 // no lock's keys and an ACL that lets the library use its queues lets it write there.
 func (n Names) Probe() string { return n.Companion("queue", Reserved+"doctor") }

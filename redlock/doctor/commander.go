@@ -1,4 +1,4 @@
-package redlock
+package doctor
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"github.com/quorumlock/redlock/redlock/driver"
 )
 
-// A Commander is a Node that also sends any command the server knows, for what no script may
-// run: Client.Check reads a node's INFO, CONFIG GET, COMMAND INFO, ACL DRYRUN and TIME through
-// it. The nodes of New, and those of the redlockrueidis and redlockvalkey modules, are
-// Commanders; Check checks a Node that is not one as far as Eval allows, and says what it
-// could not check.
+// A Commander is a node that also sends any command the server knows, for what no script may
+// run: Check reads a node's INFO, CONFIG GET, COMMAND INFO, ACL DRYRUN and TIME through it.
+// The nodes of goredisnode, and those of the redlockrueidis and redlockvalkey modules, are
+// Commanders; Check checks a node that is not one as far as Eval allows, and says what it could
+// not check.
 type Commander interface {
 	driver.Node
 

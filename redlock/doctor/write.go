@@ -1,4 +1,4 @@
-package redlock
+package doctor
 
 import (
 	"context"
@@ -13,7 +13,7 @@ var writeScript = newLuaScript("redis.call('SET', KEYS[1], ARGV[1], 'PX', 1000) 
 
 // tryWrite writes the probe key on node r, as a script (as the library writes), and returns
 // the node's refusal or why no reply came; nil when the write went through.
-func (c *Client) tryWrite(ctx context.Context, r *reading, bound time.Duration) error {
+func (c *doctor) tryWrite(ctx context.Context, r *reading, bound time.Duration) error {
 	_, err := within(ctx, bound, func(ctx context.Context) (any, error) {
 		return c.nodes[r.node].Eval(ctx, writeScript, []string{c.names.Probe()}, []string{c.id})
 	})

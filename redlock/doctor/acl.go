@@ -1,4 +1,4 @@
-package redlock
+package doctor
 
 import (
 	"fmt"
@@ -44,7 +44,7 @@ func missingCommands(ask asker) ([]string, error) {
 // each key it keeps for a name, whatever the name is of (EVALSHA, which needs to read and write
 // it), PUBLISH and SUBSCRIBE on each of its channels, and the other commands it sends and its
 // scripts call on the lock key and its queue. For a vote, the keys are in v's slot.
-func (c *Client) dryRuns(v *slot) [][]string {
+func (c *doctor) dryRuns(v *slot) [][]string {
 	in := func(key string) string {
 		if v != nil {
 			return v.in(key)
@@ -74,7 +74,7 @@ func (c *Client) dryRuns(v *slot) [][]string {
 // 7), all at once, and returns the user and what was refused: "COMMAND: the server's reason".
 // A dry run that fails (a command renamed away, which the commands check reports) is left
 // out; when every one fails, dryRun returns the first error.
-func (c *Client) dryRun(r *reading, ask asker) (string, []string, error) {
+func (c *doctor) dryRun(r *reading, ask asker) (string, []string, error) {
 	v, err := ask("ACL", "WHOAMI")
 	var user string
 	if err == nil {

@@ -1,4 +1,4 @@
-package redlock
+package doctor
 
 import (
 	"errors"
@@ -10,19 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
 )
 
 // Every command the scripts call is among those Check looks for (COMMAND INFO) and dry-runs
 // (ACL DRYRUN).
 func TestCheckNeedsEveryScriptedCommand(t *testing.T) {
-	files, err := filepath.Glob("../internal/wire/scripts/*.lua")
+	files, err := filepath.Glob("../../internal/wire/scripts/*.lua")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts found: %v", err)
 	}
 	call := regexp.MustCompile(`redis\.p?call\(["']([A-Za-z]+)["']`)
 	dry := map[string]bool{}
-	for _, try := range (&Client{}).dryRuns(nil) {
+	for _, try := range (&doctor{}).dryRuns(nil) {
 		dry[try[0]] = true
 	}
 	for _, f := range files {
@@ -59,7 +60,7 @@ func samplesOf(n int, every, rtt time.Duration, rate float64, offset time.Durati
 // A Client of n nodes with the default options, and a reading of each: a master of its own
 // with the samples of clocks[i], the offset of its clock.
 func judged(n int, clocks map[int]time.Duration) (*judge, []*reading) {
-	c := &Client{options: defaultOptions(), quorum: quorum.Of(n)}
+	c := &doctor{nodeTimeout: 100 * time.Millisecond, driftFactor: 0.01, quorum: quorum.Of(n), clock: clock.Real}
 	rs := make([]*reading, n)
 	for i := range rs {
 		rs[i] = &reading{node: i, info: map[string]string{"role": "master", "run_id": string(rune('a' + i))},

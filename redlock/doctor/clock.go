@@ -1,4 +1,4 @@
-package redlock
+package doctor
 
 import (
 	"context"
@@ -59,13 +59,13 @@ func (s luaScript) SHA1() string   { return s.sha }
 
 // evalTime reads node r's TIME through a script, with a key so that a client of a whole
 // cluster asks the same master every time.
-func (c *Client) evalTime(ctx context.Context, r *reading) (any, error) {
+func (c *doctor) evalTime(ctx context.Context, r *reading) (any, error) {
 	return c.nodes[r.node].Eval(ctx, timeScript, []string{c.names.Key("doctor")}, nil)
 }
 
 // sample asks node r for its TIME every so often until w ends, at least minSamples times
 // unless it never answers.
-func (c *Client) sample(ctx context.Context, r *reading, w window) {
+func (c *doctor) sample(ctx context.Context, r *reading, w window) {
 	for {
 		r.samples = append(r.samples, c.sampleOnce(ctx, r, w.bound))
 		over := !c.clock.Now().Before(w.until)
@@ -81,7 +81,7 @@ func (c *Client) sample(ctx context.Context, r *reading, w window) {
 	}
 }
 
-func (c *Client) sampleOnce(ctx context.Context, r *reading, bound time.Duration) sample {
+func (c *doctor) sampleOnce(ctx context.Context, r *reading, bound time.Duration) sample {
 	s := sample{sent: c.clock.Now()}
 	v, err := within(ctx, bound, func(ctx context.Context) (any, error) {
 		if r.cmd != nil {

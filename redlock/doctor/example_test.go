@@ -1,4 +1,4 @@
-package redlock_test
+package doctor_test
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
-	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/doctor"
+	"github.com/quorumlock/redlock/redlock/driver"
+	"github.com/quorumlock/redlock/redlock/goredisnode"
 )
 
 // servers starts a redis-server for each set of options in args, as the example's deployment
@@ -43,18 +45,16 @@ func servers(args ...[]string) (nodes []redis.UniversalClient, stop func()) {
 // guarantee, whether it holds. Here the third server may evict keys when its memory is full:
 // a lock key held there could vanish. (The example prints the eviction check alone: the
 // clock's margin and the round trips depend on how busy the machine is.)
-func ExampleClient_Check() {
+func ExampleCheck() {
 	aof := []string{"--appendonly", "yes", "--appendfsync", "always"}
-	nodes, stop := servers(aof, aof, append(aof, "--maxmemory", "10mb", "--maxmemory-policy", "allkeys-lru"))
+	clients, stop := servers(aof, aof, append(aof, "--maxmemory", "10mb", "--maxmemory-policy", "allkeys-lru"))
 	defer stop()
-	locker, err := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
-	if err != nil {
-		fmt.Println(err)
-		return
+	var nodes []driver.Node // the nodes redlock.New makes of clients
+	for _, c := range clients {
+		nodes = append(nodes, goredisnode.New(c))
 	}
-	defer locker.Close()
 
-	checkup, err := locker.Check(context.Background(), 300*time.Millisecond)
+	checkup, err := doctor.Check(context.Background(), doctor.Setup{Nodes: nodes, NodeTimeout: time.Second}, 300*time.Millisecond)
 	if err != nil {
 		fmt.Println(err)
 		return

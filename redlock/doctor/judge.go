@@ -1,4 +1,4 @@
-package redlock
+package doctor
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 
 // A judge weighs the readings of one Check against the assumptions.
 type judge struct {
-	c    *Client
+	c    *doctor
 	rs   []*reading // by node
 	w    window
 	fits []clockFit            // by node
@@ -26,7 +26,7 @@ type rule struct {
 	judge    func(*reading) (Verdict, string)
 }
 
-func (c *Client) judge(rs []*reading, w window) Checkup {
+func (c *doctor) judge(rs []*reading, w window) Checkup {
 	j := &judge{c: c, rs: rs, w: w}
 	j.fitClocks()
 	rules := []rule{

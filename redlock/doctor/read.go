@@ -1,4 +1,4 @@
-package redlock
+package doctor
 
 import (
 	"context"
@@ -43,12 +43,12 @@ type window struct {
 }
 
 // window returns the window of a Check that samples for d, from now on.
-func (c *Client) window(d time.Duration) window {
+func (c *doctor) window(d time.Duration) window {
 	return window{until: c.clock.Now().Add(d), every: min(max(d/samplesWanted, minPause), maxPause), bound: max(d, 2*c.nodeTimeout)}
 }
 
 // readAll reads every node at once, within w.
-func (c *Client) readAll(ctx context.Context, w window) []*reading {
+func (c *doctor) readAll(ctx context.Context, w window) []*reading {
 	rs := make([]*reading, len(c.nodes))
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
@@ -84,13 +84,13 @@ func commander(n driver.Node) (Commander, string) {
 	if cmd, ok := n.(Commander); ok {
 		return cmd, ""
 	}
-	return nil, "its client runs scripts only (it is no redlock.Commander)"
+	return nil, "its client runs scripts only (it is no doctor.Commander)"
 }
 
 // readNode reads node r within w: whether it answers at all (a PING, or for a node without
 // commands of its own a script), which also readies a connection for the samples; then whether
 // it takes a write and, with commands, its configuration; and then its TIME until w ends.
-func (c *Client) readNode(ctx context.Context, r *reading, w window) {
+func (c *doctor) readNode(ctx context.Context, r *reading, w window) {
 	if r.reach = c.reach(ctx, r, w.bound); r.reach != nil {
 		return
 	}
@@ -106,7 +106,7 @@ func (c *Client) readNode(ctx context.Context, r *reading, w window) {
 // reach returns why node r does not answer at all, nil when it does. A PING refused with MISCONF
 // is an answer: a node whose background save failed refuses PING as it refuses writes, and the
 // write check names it.
-func (c *Client) reach(ctx context.Context, r *reading, bound time.Duration) error {
+func (c *doctor) reach(ctx context.Context, r *reading, bound time.Duration) error {
 	if r.cmd != nil {
 		_, err := within(ctx, bound, func(ctx context.Context) (any, error) { return r.cmd.Command(ctx, "PING") })
 		switch {
@@ -123,7 +123,7 @@ func (c *Client) reach(ctx context.Context, r *reading, bound time.Duration) err
 }
 
 // readFacts reads what the node's configuration says, with every command at once.
-func (c *Client) readFacts(ctx context.Context, r *reading, bound time.Duration) {
+func (c *doctor) readFacts(ctx context.Context, r *reading, bound time.Duration) {
 	ask := func(args ...string) (any, error) {
 		return within(ctx, bound, func(ctx context.Context) (any, error) { return r.cmd.Command(ctx, args...) })
 	}

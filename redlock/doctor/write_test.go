@@ -1,4 +1,4 @@
-package redlock_test
+package doctor_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/internal/redistest/delayproxy"
-	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/doctor"
 )
 
 // A node that refuses every write fails the write check, which names the server's reason, and
@@ -23,21 +23,21 @@ func TestCheckWrite(t *testing.T) {
 	killed.Kill()
 	stopped.Pause(t)
 	nodes := []*redistest.Server{ok, noReplicas, misconf, full, killed, stopped, ok2}
-	up := checkup(t, time.Second, redistest.Addrs(nodes), redlock.WithNodeTimeout(500*time.Millisecond))
-	expect(t, up, -1, "quorum", redlock.Fail, "2 of the 5 nodes that answered count as votes (node 1 refuses writes (NOREPLICAS); "+
+	up := checkup(t, time.Second, redistest.Addrs(nodes), doctor.Setup{NodeTimeout: 500 * time.Millisecond})
+	expect(t, up, -1, "quorum", doctor.Fail, "2 of the 5 nodes that answered count as votes (node 1 refuses writes (NOREPLICAS); "+
 		"node 2 refuses writes (MISCONF); node 3 refuses writes (OOM)), fewer than a quorum (4)")
 	for _, f := range up.Findings {
 		if f.Check == "reach" && f.Node != 4 && f.Node != 5 {
 			t.Errorf("node %d answered, but: %s", f.Node, f.Detail)
 		}
 	}
-	expect(t, up, 4, "reach", redlock.Fail, "no answer", "connection refused")
-	expect(t, up, 5, "reach", redlock.Fail, "no answer", "no reply within 1s")
-	expect(t, up, 0, "write", redlock.OK, "takes a write")
-	expect(t, up, 6, "write", redlock.OK, "takes a write")
-	expect(t, up, 1, "write", redlock.Fail, "refuses writes (NOREPLICAS Not enough good replicas to write)", "min-replicas-to-write")
-	expect(t, up, 2, "write", redlock.Fail, "refuses writes (MISCONF ", "stop-writes-on-bgsave-error")
-	expect(t, up, 3, "write", redlock.Fail, "refuses writes (OOM ", "maxmemory")
+	expect(t, up, 4, "reach", doctor.Fail, "no answer", "connection refused")
+	expect(t, up, 5, "reach", doctor.Fail, "no answer", "no reply within 1s")
+	expect(t, up, 0, "write", doctor.OK, "takes a write")
+	expect(t, up, 6, "write", doctor.OK, "takes a write")
+	expect(t, up, 1, "write", doctor.Fail, "refuses writes (NOREPLICAS Not enough good replicas to write)", "min-replicas-to-write")
+	expect(t, up, 2, "write", doctor.Fail, "refuses writes (MISCONF ", "stop-writes-on-bgsave-error")
+	expect(t, up, 3, "write", doctor.Fail, "refuses writes (OOM ", "maxmemory")
 	finding(t, up, 2, "clock") // read all the same
 }
 
@@ -52,6 +52,6 @@ func TestCheckWriteOnAFarNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(far.Close)
-	up := checkup(t, 2*time.Second, []string{far.Addr()}, redlock.WithNodeTimeout(500*time.Millisecond))
-	expect(t, up, 0, "write", redlock.OK, "takes a write")
+	up := checkup(t, 2*time.Second, []string{far.Addr()}, doctor.Setup{NodeTimeout: 500 * time.Millisecond})
+	expect(t, up, 0, "write", doctor.OK, "takes a write")
 }

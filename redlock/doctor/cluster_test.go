@@ -1,4 +1,4 @@
-package redlock_test
+package doctor_test
 
 import (
 	"context"
@@ -9,8 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
-	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/doctor"
 	"github.com/quorumlock/redlock/redlock/driver"
+	"github.com/quorumlock/redlock/redlock/goredisnode"
 )
 
 // With NewCluster, each vote's slot is served where the Client placed it, and the cluster
@@ -20,49 +21,45 @@ func TestCheckCluster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	ctx := deadline(t)
-	c, err := redlock.NewCluster(ctx, cl.Client(t), 3, redlock.WithNodeTimeout(2*time.Second))
+	votes, err := goredisnode.Votes(ctx, cl.Client(t), 3, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	up, err := c.Check(ctx, 200*time.Millisecond)
+	setup := doctor.Setup{Nodes: votes, NodeTimeout: 2 * time.Second}
+	up, err := doctor.Check(ctx, setup, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		expect(t, up, i, "identity", redlock.OK, "as when the Client placed it")
-		expect(t, up, i, "role", redlock.OK, "a master without replicas")
+		expect(t, up, i, "identity", doctor.OK, "as when the Client placed it")
+		expect(t, up, i, "role", doctor.OK, "a master without replicas")
 	}
-	expect(t, up, -1, "identity", redlock.OK, "the cluster serves all 16384 slots")
+	expect(t, up, -1, "identity", doctor.OK, "the cluster serves all 16384 slots")
 
 	// The vote's name, "vote {tag} on master", gives its tag and master.
 	tag, master := voteOf(t, up, 0)
 	_, other := voteOf(t, up, 1)
 	cl.Migrate(t, tag, serverAt(t, cl, other), func() {})
-	up, err = c.Check(ctx, 200*time.Millisecond)
+	up, err = doctor.Check(ctx, setup, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect(t, up, 0, "identity", redlock.Warn, "its slot is served by "+other+" now, not by "+master, "one topology")
+	expect(t, up, 0, "identity", doctor.Warn, "its slot is served by "+other+" now, not by "+master, "one topology")
 
-	whole, err := redlock.New([]redis.UniversalClient{cl.Client(t)}, redlock.WithNodeTimeout(2*time.Second))
+	up, err = doctor.Check(ctx, doctor.Setup{Nodes: []driver.Node{goredisnode.New(cl.Client(t))}, NodeTimeout: 2 * time.Second},
+		200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer whole.Close()
-	up, err = whole.Check(ctx, 200*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expect(t, up, 0, "role", redlock.Warn, "not checked: its client sends commands to no one server")
-	if f := finding(t, up, 0, "clock"); f.Verdict == redlock.Fail || !strings.Contains(f.Detail, "against this machine's monotonic clock") {
+	expect(t, up, 0, "role", doctor.Warn, "not checked: its client sends commands to no one server")
+	if f := finding(t, up, 0, "clock"); f.Verdict == doctor.Fail || !strings.Contains(f.Detail, "against this machine's monotonic clock") {
 		t.Errorf("the cluster's clock: %s: %s", f.Verdict, f.Detail)
 	}
 	finding(t, up, 0, "latency")
 }
 
 // voteOf returns the tag and master of vote i, from its name in the checkup.
-func voteOf(t *testing.T, up redlock.Checkup, i int) (tag, master string) {
+func voteOf(t *testing.T, up doctor.Checkup, i int) (tag, master string) {
 	t.Helper()
 	for _, f := range up.Findings {
 		if f.Node == i {
@@ -117,33 +114,29 @@ func TestCheckScriptsOnly(t *testing.T) {
 	for i, c := range redistest.MiniClients(t, ms) {
 		nodes[i] = scriptsOnly{c.(*redis.Client)}
 	}
-	c, err := redlock.NewNodes(nodes, redlock.WithNodeTimeout(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	up, err := c.Check(deadline(t), 100*time.Millisecond)
+	setup := doctor.Setup{Nodes: nodes, NodeTimeout: 2 * time.Second}
+	up, err := doctor.Check(deadline(t), setup, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range nodes {
 		for _, check := range []string{"role", "identity", "persistence", "eviction", "commands", "acl"} {
-			expect(t, up, i, check, redlock.Warn, "not checked: its client runs scripts only (it is no redlock.Commander)")
+			expect(t, up, i, check, doctor.Warn, "not checked: its client runs scripts only (it is no doctor.Commander)")
 		}
 		// Measured: an ok, or under load a warning that the sampling was too short to tell.
-		if f := finding(t, up, i, "clock"); f.Verdict == redlock.Fail || !strings.Contains(f.Detail, "against this machine's monotonic clock") {
+		if f := finding(t, up, i, "clock"); f.Verdict == doctor.Fail || !strings.Contains(f.Detail, "against this machine's monotonic clock") {
 			t.Errorf("node %d clock: %s: %s", i, f.Verdict, f.Detail)
 		}
 		if f := finding(t, up, i, "latency"); !strings.Contains(f.Detail, "p99 round trip") {
 			t.Errorf("node %d latency not measured: %s", i, f.Detail)
 		}
-		expect(t, up, i, "write", redlock.OK, "takes a write") // through a script
+		expect(t, up, i, "write", doctor.OK, "takes a write") // through a script
 	}
-	expect(t, up, -1, "quorum", redlock.OK, "3 of 3 nodes answered")
+	expect(t, up, -1, "quorum", doctor.OK, "3 of 3 nodes answered")
 	ms[1].Close()
-	up, err = c.Check(deadline(t), 100*time.Millisecond)
+	up, err = doctor.Check(deadline(t), setup, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect(t, up, 1, "reach", redlock.Fail, "no answer")
+	expect(t, up, 1, "reach", doctor.Fail, "no answer")
 }

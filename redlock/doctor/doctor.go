@@ -1,4 +1,9 @@
-package redlock
+// Package doctor checks a deployment of redlock against every assumption the Redlock
+// guarantee rests on (docs/locks.md lists them): that the nodes are independent masters that
+// take writes, keep their keys, have clocks that run at one rate, answer within the node
+// timeout, and let the connection's user run what the library sends. redlock doctor and redlock
+// status run it; Check runs it from Go.
+package doctor
 
 import (
 	"context"
@@ -6,6 +11,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/quorumlock/redlock/redlock"
 )
 
 // A Verdict is how a deployment stands against one assumption of the Redlock guarantee.
@@ -29,11 +36,11 @@ func (v Verdict) String() string {
 	return fmt.Sprintf("Verdict(%d)", int(v))
 }
 
-// A Finding is one verdict of Client.Check: on one node, or on the whole set of nodes, against
+// A Finding is one verdict of Check: on one node, or on the whole set of nodes, against
 // one assumption.
 type Finding struct {
 	Node int    // the node's index in the Client's nodes; -1 for the whole set
-	Addr string // the node's address as errors name it (see NodeError), "" for the whole set
+	Addr string // the node's address as errors name it (see redlock.NodeError), "" for the whole set
 	// Check names the assumption: role, write, identity, persistence, eviction, clock,
 	// latency, commands, acl, quorum (the whole set) or reach (a node that did not answer at
 	// all).
@@ -42,7 +49,7 @@ type Finding struct {
 	Detail  string // what was seen; for Warn and Fail, what it means and what to change
 }
 
-// A Checkup is what Client.Check found.
+// A Checkup is what Check found.
 type Checkup struct {
 	Verdict  Verdict   // the worst of the findings'
 	Findings []Finding // node by node, each node's in the order Finding.Check lists the checks, then the whole set's
@@ -94,16 +101,17 @@ const (
 // scripts, and gets a warning for each check that needs a command of its own.
 //
 // Check waits for a node at most d or twice the node timeout, whichever is longer. Its error is
-// non-nil for a d that is not positive, a closed Client, a ctx that ended before the checks did,
-// and when no node answered: the Checkup then holds the reach findings.
-func (c *Client) Check(ctx context.Context, d time.Duration) (Checkup, error) {
+// non-nil for a d that is not positive, a Setup that redlock.NewNodes would refuse, a ctx that
+// ended before the checks did, and when no node answered: the Checkup then holds the reach
+// findings.
+func Check(ctx context.Context, s Setup, d time.Duration) (Checkup, error) {
 	if d <= 0 {
 		return Checkup{}, fmt.Errorf("redlock: check for %v: want a positive duration", d)
 	}
-	if err := c.enter(); err != nil {
+	c, err := newDoctor(s)
+	if err != nil {
 		return Checkup{}, err
 	}
-	defer c.leave()
 	w := c.window(d)
 	rs := c.readAll(ctx, w)
 	if err := ctx.Err(); err != nil {
@@ -113,7 +121,7 @@ func (c *Client) Check(ctx context.Context, d time.Duration) (Checkup, error) {
 	var errs []error
 	for _, r := range rs {
 		if r.reach != nil {
-			errs = append(errs, &NodeError{Node: r.node, Addr: r.addr, Err: r.reach})
+			errs = append(errs, &redlock.NodeError{Node: r.node, Addr: r.addr, Err: r.reach})
 		}
 	}
 	if len(errs) == len(rs) {
