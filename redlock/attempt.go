@@ -24,30 +24,30 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 		return nil, r
 	}
 	defer c.leave()
-	a := attempt{token: wire.Token(newToken(), k.s.multi, c.owner), ttl: k.ttl}
+	a := attempt{token: wire.Token(newToken(), k.s.multi, c.opts.owner), ttl: k.ttl}
 	if k.w != nil {
 		a.waiter, a.place, a.lease = k.w.name, k.place, c.lease()
 		c.listener.forget(k.w)
 	}
-	start := c.clock.Now()
-	until := clock.Deadline(start, k.ttl, c.driftFactor)
+	start := c.opts.clock.Now()
+	until := clock.Deadline(start, k.ttl, c.opts.driftFactor)
 	rd := round[wire.Grant]{c: c, op: locktrace.NodeAcquire, cmd: k.s.ops.acquire(a), decode: decodeGrant,
-		wait: min(c.nodeTimeout, until.Sub(start)), need: k.s.need, stop: c.done}
+		wait: min(c.opts.nodeTimeout, until.Sub(start)), need: k.s.need, stop: c.life.done}
 	out := rd.ask(ctx)
 	l, err := k.grant(ctx, a, out, start, until)
 	if l != nil {
 		out.rest(l.late)
 		return l, result{}
 	}
-	if k.w != nil && len(out.Pending) > 0 && ctx.Err() == nil && !closed(c.done) {
+	if k.w != nil && len(out.Pending) > 0 && ctx.Err() == nil && !closed(c.life.done) {
 		// Count the votes still in flight, at most as long again, for a true count.
-		out.linger(c, max(c.clock.Now().Sub(start), minSplitUnit))
+		out.linger(c, max(c.opts.clock.Now().Sub(start), minSplitUnit))
 	}
 	settled := k.rollback(ctx, a, out)
 	r := result{settled: settled, err: errors.Join(append([]error{ErrNotAcquired, err}, nodeErrors(c, ctx, out.Outcome, rd.wait)...)...),
-		votes: votes(out.Outcome), elapsed: c.clock.Now().Sub(start), ahead: ahead(out.Outcome),
+		votes: votes(out.Outcome), elapsed: c.opts.clock.Now().Sub(start), ahead: ahead(out.Outcome),
 		expiry: expiry(out.Outcome, k.s.need)}
-	c.log.DebugContext(ctx, "redlock: not acquired", "kind", k.s.kind, "key", k.s.key, "votes", r.votes, "err", r.err)
+	c.opts.log.DebugContext(ctx, "redlock: not acquired", "kind", k.s.kind, "key", k.s.key, "votes", r.votes, "err", r.err)
 	c.decided(ctx, r.votes, r.elapsed, r.err)
 	return nil, r
 }
@@ -56,11 +56,11 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 // so did its second round), else nil and why (nil for a plain refusal).
 func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant], start, until time.Time) (*Lock, error) {
 	c := k.c
-	now := c.clock.Now()
+	now := c.opts.clock.Now()
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case out.Stopped && closed(c.done):
+	case out.Stopped && closed(c.life.done):
 		return nil, ErrClosed
 	case !out.Quorum:
 		return nil, nil
@@ -73,10 +73,10 @@ func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant]
 		if fence, err = k.fence(ctx, a.token, out.Replies, until); err != nil {
 			return nil, err
 		}
-		now = c.clock.Now()
+		now = c.opts.clock.Now()
 	}
-	l := &Lock{c: c, spec: k.s, token: a.token, waiter: a.waiter, fence: fence, acquired: now, until: until,
-		ttl: k.ttl, pending: out.Pending}
+	l := &Lock{c: c, spec: k.s, token: a.token, waiter: a.waiter, fence: fence, acquired: now,
+		life: lifetime{until: until, ttl: k.ttl}, flight: inFlight{pending: out.Pending}}
 	c.track(l)
 	c.decided(ctx, votes(out.Outcome), now.Sub(start), nil)
 	return l, nil
@@ -92,12 +92,12 @@ func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant]
 // place in line from its first attempt, rather than split the vote again.
 func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Grant]) <-chan struct{} {
 	c := k.c
-	cmd := k.s.ops.rollback(a, c.channel)
+	cmd := k.s.ops.rollback(a, c.self.channel)
 	var left countdown
 	left.add(1 + len(out.Pending)) // one for the replies in, until they are all handed on
 	undo := func(rep quorum.Reply[wire.Grant]) {
 		if rep.Err == nil {
-			c.recent.mark(k.s.wake[0], c.clock.Now().Add(k.ttl))
+			c.recent.mark(k.s.wake[0], c.opts.clock.Now().Add(k.ttl))
 		}
 		if !errors.Is(rep.Err, errTaken) {
 			left.add(1)

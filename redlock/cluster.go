@@ -55,7 +55,6 @@ func NewCluster(ctx context.Context, cluster *redis.ClusterClient, votes int, op
 		nodes[i] = n.(driver.Tuned).ForClient(o.nodeTimeout)
 	}
 	c := newClient(nodes, o)
-	c.listen = []driver.Node{goredisnode.New(cluster).(driver.Tuned).ForClient(o.nodeTimeout)}
-	c.listener = newListener(c)
+	c.listener = newListener(c, []driver.Node{goredisnode.New(cluster).(driver.Tuned).ForClient(o.nodeTimeout)})
 	return c, nil
 }

@@ -94,13 +94,13 @@ func (k *contender) settle(ctx context.Context, r result) {
 	if r.settled == nil {
 		return
 	}
-	t := k.c.clock.NewTimer(k.c.nodeTimeout)
+	t := k.c.opts.clock.NewTimer(k.c.opts.nodeTimeout)
 	defer t.Stop()
 	select {
 	case <-r.settled:
 	case <-t.C:
 	case <-ctx.Done():
-	case <-k.c.done:
+	case <-k.c.life.done:
 	}
 }
 
@@ -109,7 +109,7 @@ func (k *contender) settle(ctx context.Context, r result) {
 // processes: then even the first attempt is a waiter's, which does not cut ahead of them.
 func (k *contender) acquire(ctx context.Context) (l *Lock, err error) {
 	defer func() { k.stop(ctx, l) }()
-	if k.c.recent.contended(k.s.wake[0], k.c.clock.Now()) {
+	if k.c.recent.contended(k.s.wake[0], k.c.opts.clock.Now()) {
 		if err := k.listen(ctx); err != nil {
 			return nil, errors.Join(ErrNotAcquired, err)
 		}
@@ -153,17 +153,17 @@ func (k *contender) listen(ctx context.Context) error {
 	w, ready := c.listener.join(k.s)
 	k.ready = ready
 	c.leave()
-	k.w, k.place = w, c.clock.Now().UnixMicro()
-	c.recent.mark(k.s.wake[0], c.clock.Now().Add(k.ttl))
+	k.w, k.place = w, c.opts.clock.Now().UnixMicro()
+	c.recent.mark(k.s.wake[0], c.opts.clock.Now().Add(k.ttl))
 	c.waiting(ctx, k.call)
-	t := c.clock.NewTimer(c.nodeTimeout)
+	t := c.opts.clock.NewTimer(c.opts.nodeTimeout)
 	defer t.Stop()
 	select {
 	case <-ready:
 	case <-t.C: // the timer is the fallback for releases not heard
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-c.done:
+	case <-c.life.done:
 		return ErrClosed
 	}
 	return nil
@@ -173,14 +173,14 @@ func (k *contender) listen(ctx context.Context) error {
 // the longest pause between two attempts (the retry delay) and two attempts' worth of node
 // timeouts.
 func (c *Client) lease() time.Duration {
-	return satAdd(c.retryMax, satMul(c.nodeTimeout, 3))
+	return satAdd(c.opts.retryMax, satMul(c.opts.nodeTimeout, 3))
 }
 
 // pause waits after the failed attempt r until its timer fires, or until releases woke the
 // waiter (see heard).
 func (k *contender) pause(ctx context.Context, r result) error {
 	c := k.c
-	t := c.clock.NewTimer(k.pauseAfter(r))
+	t := c.opts.clock.NewTimer(k.pauseAfter(r))
 	defer t.Stop()
 	var grace <-chan time.Time
 	for {
@@ -191,11 +191,11 @@ func (k *contender) pause(ctx context.Context, r result) error {
 			// A release: try once a quorum of nodes told of it, or after a moment (twice the
 			// last attempt's time) for the nodes whose word is slow to come.
 			k.splits = 0
-			if c.listener.heard(k.w) >= min(k.s.need, len(c.listen)) {
+			if c.listener.heard(k.w) >= min(k.s.need, len(c.listener.nodes)) {
 				return nil
 			}
 			if grace == nil {
-				g := c.clock.NewTimer(2 * max(r.elapsed, minSplitUnit))
+				g := c.opts.clock.NewTimer(2 * max(r.elapsed, minSplitUnit))
 				defer g.Stop()
 				grace = g.C
 			}
@@ -203,7 +203,7 @@ func (k *contender) pause(ctx context.Context, r result) error {
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-c.done:
+		case <-c.life.done:
 			return ErrClosed
 		}
 	}
@@ -251,7 +251,7 @@ func (k *contender) pauseAfter(r result) time.Duration {
 	select {
 	case <-k.ready:
 	default: // the Client cannot hear releases yet: try again soon
-		return min(k.c.retryDelay(), k.c.nodeTimeout)
+		return min(k.c.retryDelay(), k.c.opts.nodeTimeout)
 	}
 	if r.ahead > 0 {
 		return k.c.lease() / 2
@@ -300,7 +300,7 @@ func (k *contender) stop(ctx context.Context, l *Lock) {
 	defer c.leave()
 	c.listener.leave(k.w)
 	if l == nil { // in the background: the call returns by its deadline
-		c.bg.Go(func() { c.abandon(ctx, k.w) })
+		c.life.bg.Go(func() { c.abandon(ctx, k.w) })
 	}
 }
 
@@ -318,11 +318,11 @@ func closed(done <-chan time.Time) bool {
 // node timeout.
 func (c *Client) abandon(ctx context.Context, w *waiter) {
 	if w.ok {
-		rd := round[struct{}]{c: c, op: locktrace.NodeRelease, cmd: w.abandon, decode: decodeHeld, wait: c.nodeTimeout, need: len(c.nodes)}
+		rd := round[struct{}]{c: c, op: locktrace.NodeRelease, cmd: w.abandon, decode: decodeHeld, wait: c.opts.nodeTimeout, need: len(c.nodes)}
 		rd.ask(context.WithoutCancel(ctx)).rest(nil)
 	}
 }
 
 func (c *Client) retryDelay() time.Duration {
-	return c.retryMin + time.Duration(mrand.Uint64N(uint64(c.retryMax-c.retryMin)+1))
+	return c.opts.retryMin + time.Duration(mrand.Uint64N(uint64(c.opts.retryMax-c.opts.retryMin)+1))
 }

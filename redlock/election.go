@@ -40,7 +40,7 @@ func (c *Client) Election(name string, ttl time.Duration) (*Election, error) {
 	if err := c.checkTTL(ttl); err != nil {
 		return nil, err
 	}
-	return &Election{c: c, name: name, ttl: ttl, keys: c.names.Election(name)}, nil
+	return &Election{c: c, name: name, ttl: ttl, keys: c.opts.names.Election(name)}, nil
 }
 
 // electionOps are an election's commands: a fenced single-key lock of its own whose second
@@ -68,7 +68,7 @@ func (e *Election) spec(value string) *spec {
 	return &spec{kind: locktrace.KindElection, key: e.name, need: c.quorum, wake: []string{e.keys.Lock},
 		ops: electionOps{mutexOps{e.keys.MutexKeys}, e.keys},
 		fence: func(token string, term uint64) command {
-			return run(wire.ElectScript, wire.Elect{Keys: e.keys, Token: token, Term: term, Version: 1, Value: value, Channel: c.channel})
+			return run(wire.ElectScript, wire.Elect{Keys: e.keys, Token: token, Term: term, Version: 1, Value: value, Channel: c.self.channel})
 		}}
 }
 
@@ -216,17 +216,17 @@ func (t *Term) Proclaim(ctx context.Context, value string) error {
 	defer c.leave()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	start := c.clock.Now()
+	start := c.opts.clock.Now()
 	if l.endedAt(start) {
 		return errors.Join(ErrNotHeld, l.Err())
 	}
 	until := l.Until()
 	cmd := run(wire.ElectScript, wire.Elect{Keys: t.e.keys, Token: l.token, Term: l.fence, Version: t.version + 1,
-		Value: value, Channel: c.channel})
-	rd := round[struct{}]{c: c, op: locktrace.NodeFence, cmd: cmd, decode: decodeHeld, wait: min(c.nodeTimeout, until.Sub(start)), need: l.spec.need}
+		Value: value, Channel: c.self.channel})
+	rd := round[struct{}]{c: c, op: locktrace.NodeFence, cmd: cmd, decode: decodeHeld, wait: min(c.opts.nodeTimeout, until.Sub(start)), need: l.spec.need}
 	out := rd.ask(ctx)
 	out.rest(nil)
-	if out.Quorum && c.clock.Now().Before(until) {
+	if out.Quorum && c.opts.clock.Now().Before(until) {
 		t.value, t.version = value, t.version+1
 		return nil
 	}

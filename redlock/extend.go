@@ -41,7 +41,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		return errors.Join(ErrNotHeld, err)
 	}
 	defer c.leave()
-	start := c.clock.Now()
+	start := c.opts.clock.Now()
 	if l.endedAt(start) {
 		if why := l.Err(); why != nil {
 			return why
@@ -52,8 +52,8 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case err == nil && !l.ended:
-		l.until, l.ttl = until, ttl
+	case err == nil && !l.life.ended:
+		l.life.until, l.life.ttl = until, ttl
 		return nil
 	case err == nil:
 		return fmt.Errorf("%w: it ended while being extended", ErrNotHeld)
@@ -69,12 +69,12 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 // (nil for none) returns once the round is decided does not count: the node's acquisition may
 // not have landed yet.
 func (c *Client) renew(ctx context.Context, s *spec, token string, ttl time.Duration, start time.Time, pending func() []int) (time.Time, error) {
-	until := clock.Deadline(start, ttl, c.driftFactor)
+	until := clock.Deadline(start, ttl, c.opts.driftFactor)
 	rd := round[struct{}]{c: c, op: locktrace.NodeExtend, cmd: s.ops.extend(token, ttl), decode: decodeHeld,
-		wait: min(c.nodeTimeout, until.Sub(start)), need: s.need}
+		wait: min(c.opts.nodeTimeout, until.Sub(start)), need: s.need}
 	out := rd.ask(ctx)
 	out.rest(nil)
-	now := c.clock.Now()
+	now := c.opts.clock.Now()
 	if out.Quorum && now.Before(until) {
 		c.decided(ctx, votes(out.Outcome), now.Sub(start), nil)
 		return until, nil
@@ -106,5 +106,5 @@ func (c *Client) verdict(ctx context.Context, s *spec, out quorum.Outcome[struct
 func (l *Lock) pendingNodes() []int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.pending)
+	return slices.Clone(l.flight.pending)
 }

@@ -47,18 +47,18 @@ func (c *Client) Inspect(ctx context.Context, key string) (Inspection, error) {
 	if err := c.checkKey(key); err != nil {
 		return Inspection{}, err
 	}
-	replies, start, err := c.read(ctx, wire.Inspect{Mutex: c.names.Mutex(key), RWMutex: c.names.RWMutex(key),
-		Semaphore: c.names.Semaphore(key), Value: c.names.Election(key).Value})
+	replies, start, err := c.read(ctx, wire.Inspect{Mutex: c.opts.names.Mutex(key), RWMutex: c.opts.names.RWMutex(key),
+		Semaphore: c.opts.names.Semaphore(key), Value: c.opts.names.Election(key).Value})
 	if err != nil {
 		return Inspection{}, err
 	}
 	in := Inspection{Key: key, Nodes: make([]NodeState, len(c.nodes))}
 	count := map[string]int{}
-	elapsed := c.clock.Now().Sub(start)
+	elapsed := c.opts.clock.Now().Sub(start)
 	for i, rep := range replies {
 		in.Nodes[i] = nodeState(rep)
 		if ttl := in.Nodes[i].TTL; ttl > 0 { // as of now, and never later than the node keeps it
-			in.Nodes[i].TTL = max(ttl-elapsed-clock.Drift(ttl, c.driftFactor), 0)
+			in.Nodes[i].TTL = max(ttl-elapsed-clock.Drift(ttl, c.opts.driftFactor), 0)
 		}
 		if t := in.Nodes[i].Token; t != "" {
 			count[t]++
@@ -117,8 +117,8 @@ func (c *Client) read(ctx context.Context, in wire.Inspect) (replies []quorum.Re
 		return nil, start, err
 	}
 	defer c.leave()
-	rd := round[wire.Reading]{c: c, op: locktrace.NodeRead, cmd: run(wire.InspectScript, in), decode: wire.DecodeReading, wait: c.nodeTimeout}
-	start = c.clock.Now()
+	rd := round[wire.Reading]{c: c, op: locktrace.NodeRead, cmd: run(wire.InspectScript, in), decode: wire.DecodeReading, wait: c.opts.nodeTimeout}
+	start = c.opts.clock.Now()
 	callCtx, cancel := context.WithTimeout(ctx, rd.wait)
 	defer cancel() // ends only the calls still out at the deadline
 	out := quorum.Start(callCtx, nil, len(c.nodes), rd.call).Gather(callCtx.Done(), nil)

@@ -18,7 +18,7 @@ func (l *Lock) KeepAlive(ttl time.Duration) error {
 	if l == nil {
 		return errNilLock
 	}
-	return l.keepAlive(l.c.ctx, ttl)
+	return l.keepAlive(l.c.life.ctx, ttl)
 }
 
 // keepAlive is KeepAlive, whose Extend calls carry ctx's values (not its cancellation): Do's
@@ -33,17 +33,17 @@ func (l *Lock) keepAlive(ctx context.Context, ttl time.Duration) error {
 	}
 	defer c.leave()
 	l.mu.Lock()
-	if l.ended {
+	if l.life.ended {
 		l.mu.Unlock()
 		return l.Err()
 	}
-	kept := l.kept
-	l.kept = true
+	kept := l.life.kept
+	l.life.kept = true
 	l.mu.Unlock()
 	if !kept && !l.keptElsewhere() {
 		lost := l.Lost()
 		ctx := context.WithoutCancel(ctx)
-		c.bg.Go(func() { l.keep(ctx, ttl, lost) })
+		c.life.bg.Go(func() { l.keep(ctx, ttl, lost) })
 	}
 	return nil
 }
@@ -54,20 +54,20 @@ func (l *Lock) keep(ctx context.Context, ttl time.Duration, lost <-chan struct{}
 	c := l.c
 	// pause waits for d on the client's clock and reports whether to go on.
 	pause := func(d time.Duration) bool {
-		t := c.clock.NewTimer(max(d, 0))
+		t := c.opts.clock.NewTimer(max(d, 0))
 		defer t.Stop()
 		select {
 		case <-lost:
 			return false
-		case <-c.done:
+		case <-c.life.done:
 			return false
 		case <-t.C:
 			return true
 		}
 	}
-	for pause(l.Until().Sub(c.clock.Now()) - ttl/3) {
+	for pause(l.Until().Sub(c.opts.clock.Now()) - ttl/3) {
 		if err := l.Extend(ctx, ttl); err != nil {
-			c.log.DebugContext(ctx, "redlock: extension failed; retrying while the lock is valid", "key", l.spec.key, "err", err)
+			c.opts.log.DebugContext(ctx, "redlock: extension failed; retrying while the lock is valid", "key", l.spec.key, "err", err)
 			// Try again soon: the lock ends by itself when the validity runs out first.
 			if !pause(min(c.retryDelay(), ttl/10)) {
 				return
@@ -106,7 +106,7 @@ func (l *Lock) hold(ctx context.Context, ttl time.Duration, fn func(ctx context.
 		cancel(nil)
 		why := l.Err()
 		if uerr := l.Unlock(ctx); uerr != nil && why == nil {
-			c.log.WarnContext(ctx, "redlock: release after fn", "kind", l.spec.kind, "key", l.spec.key, "err", uerr)
+			c.opts.log.WarnContext(ctx, "redlock: release after fn", "kind", l.spec.kind, "key", l.spec.key, "err", uerr)
 		}
 		if why != nil {
 			err = errors.Join(why, err)

@@ -16,7 +16,7 @@ import (
 // election under one term. When too few nodes answered to tell, it returns an error wrapping
 // ErrNoQuorum and a *NodeError for each node that did not answer.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	names := e.c.names
+	names := e.c.opts.names
 	replies, start, err := e.c.read(ctx, wire.Inspect{Mutex: e.keys.MutexKeys, RWMutex: names.RWMutex(e.name),
 		Semaphore: names.Semaphore(e.name), Value: e.keys.Value})
 	if err != nil {
@@ -60,7 +60,7 @@ func (e *Election) leaderOf(replies []quorum.Reply[wire.Reading], start time.Tim
 		slices.Sort(ttls)
 		// The nodes read their ttls after start: counted from it, Until is never later than the
 		// quorum keeps the term.
-		left := ttls[len(ttls)-c.quorum] - clock.Drift(e.ttl, c.driftFactor)
+		left := ttls[len(ttls)-c.quorum] - clock.Drift(e.ttl, c.opts.driftFactor)
 		return Leader{Value: best.Value, Term: best.Term, Until: start.Add(left)}, nil
 	}
 	if answered < c.quorum {
@@ -85,7 +85,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	}
 	defer c.leave()
 	w, _ := c.listener.watch(e.keys.Value)
-	c.bg.Go(func() {
+	c.life.bg.Go(func() {
 		defer close(ch)
 		defer c.listener.leave(w)
 		e.observe(ctx, w, ch)
@@ -109,17 +109,17 @@ func (e *Election) observe(ctx context.Context, w *waiter, ch chan Leader) {
 		}
 		next := e.ttl / 3
 		if last.Term != 0 {
-			next = min(next, max(last.Until.Sub(c.clock.Now()), 0)+time.Millisecond)
+			next = min(next, max(last.Until.Sub(c.opts.clock.Now()), 0)+time.Millisecond)
 		}
-		t := c.clock.NewTimer(next)
+		t := c.opts.clock.NewTimer(next)
 		select {
 		case <-w.wake:
 		case <-t.C:
 		case <-ctx.Done():
-		case <-c.done:
+		case <-c.life.done:
 		}
 		t.Stop()
-		if ctx.Err() != nil || c.listening.Err() != nil {
+		if ctx.Err() != nil || c.life.listening.Err() != nil {
 			return
 		}
 	}

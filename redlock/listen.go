@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/redlock/driver"
 )
 
 // A listener hears the releases that the nodes announce and wakes the Client's waiting calls.
@@ -15,7 +16,8 @@ import (
 // A message only wakes a waiter, which then makes an attempt of its own: whoever can publish
 // on the channels can make waiters try, but never make one a holder.
 type listener struct {
-	c *Client
+	c     *Client
+	nodes []driver.Node // where it listens: the Client's nodes, or NewCluster's one cluster
 
 	mu      sync.Mutex
 	started bool
@@ -41,11 +43,12 @@ type waiter struct {
 	ok      bool
 }
 
-func newListener(c *Client) *listener {
+func newListener(c *Client, nodes []driver.Node) *listener {
 	return &listener{
 		c:      c,
+		nodes:  nodes,
 		ready:  make(chan struct{}),
-		joined: make([]bool, len(c.listen)),
+		joined: make([]bool, len(nodes)),
 		byName: make(map[string]*waiter),
 		byKey:  make(map[string]map[*waiter]struct{}),
 	}
@@ -55,7 +58,7 @@ func newListener(c *Client) *listener {
 // closed once releases are heard. The caller is within enter and leave.
 func (l *listener) join(s *spec) (*waiter, <-chan struct{}) {
 	w := l.newWaiter(s.wake)
-	w.abandon, w.ok = s.ops.abandon(w.name, l.c.channel)
+	w.abandon, w.ok = s.ops.abandon(w.name, l.c.self.channel)
 	return w, l.add(w)
 }
 
@@ -71,10 +74,10 @@ func (l *listener) watch(key string) (*waiter, <-chan struct{}) {
 func (l *listener) newWaiter(keys []string) *waiter {
 	c := l.c
 	return &waiter{
-		name: wire.Waiter{Client: c.id, N: c.waiters.Add(1)}.String(),
+		name: wire.Waiter{Client: c.self.id, N: c.self.waiters.Add(1)}.String(),
 		keys: keys,
 		wake: make(chan struct{}, 1),
-		from: make([]bool, len(c.listen)),
+		from: make([]bool, len(l.nodes)),
 	}
 }
 
@@ -86,8 +89,8 @@ func (l *listener) add(w *waiter) <-chan struct{} {
 	defer l.mu.Unlock()
 	if !l.started {
 		l.started = true
-		for i := range c.listen {
-			c.bg.Go(func() { l.subscribe(i) })
+		for i := range l.nodes {
+			c.life.bg.Go(func() { l.subscribe(i) })
 		}
 	}
 	l.byName[w.name] = w
@@ -115,17 +118,17 @@ func (l *listener) leave(w *waiter) {
 // subscribe listens to node i until Close, subscribing again after a failure.
 func (l *listener) subscribe(i int) {
 	c := l.c
-	channels := []string{c.channel, c.names.ClientChannel(c.id)}
+	channels := []string{c.self.channel, c.opts.names.ClientChannel(c.self.id)}
 	for {
-		err := c.listen[i].Listen(c.listening, channels, func() { l.subscribed(i) }, func(_, payload string) { l.deliver(i, payload) })
-		if c.listening.Err() != nil {
+		err := l.nodes[i].Listen(c.life.listening, channels, func() { l.subscribed(i) }, func(_, payload string) { l.deliver(i, payload) })
+		if c.life.listening.Err() != nil {
 			return
 		}
-		c.log.Debug("redlock: subscription failed; subscribing again", "node", i, "err", err)
-		t := c.clock.NewTimer(min(max(c.retryMax, 10*time.Millisecond), time.Second))
+		c.opts.log.Debug("redlock: subscription failed; subscribing again", "node", i, "err", err)
+		t := c.opts.clock.NewTimer(min(max(c.opts.retryMax, 10*time.Millisecond), time.Second))
 		select {
 		case <-t.C:
-		case <-c.listening.Done():
+		case <-c.life.listening.Done():
 			t.Stop()
 			return
 		}

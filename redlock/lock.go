@@ -27,25 +27,34 @@ type Lock struct {
 	fence    uint64
 	acquired time.Time // when it was acquired (or resumed), for an Observer
 
-	mu       sync.Mutex
+	mu     sync.Mutex
+	life   lifetime // under mu
+	flight inFlight // under mu
+	// re is what the lock shares with the handles of its re-entries, nil until the first
+	// one; a handle's is its lock's from the start (see Context).
+	re atomic.Pointer[reentry]
+}
+
+// A lifetime is a lock's validity and how it ended: what Until, Lost and Err read.
+type lifetime struct {
 	until    time.Time
 	ttl      time.Duration // the last acquisition's or Extend's
 	ended    bool
 	why      error         // why it ended: nil for Unlock
-	released bool          // a release was sent (by Unlock or Close)
+	released bool          // a release was sent (by Unlock or Close), or it was orphaned
 	lost     chan struct{} // made by the first Lost call; closed when ended
 	timer    *time.Timer   // ends the lock at until, armed by the first Lost call
 	onEnd    []func(why error)
 	kept     bool // KeepAlive keeps it
-	// pending are the nodes whose acquisition call had not returned when the lock was
-	// granted, until it returns; releasing is the release's round, and sendLate adds to it
-	// the call to such a node once that node's acquisition call returned.
+}
+
+// inFlight are the nodes whose acquisition call had not returned when the lock was granted,
+// until each returns (pending); releasing is the release's round, and sendLate adds to it the
+// call to such a node once that node's acquisition call returned.
+type inFlight struct {
 	pending   []int
 	releasing *quorum.Round[struct{}]
 	sendLate  func(node int)
-	// re is what the lock shares with the handles of its re-entries, nil until the first
-	// one; a handle's is its lock's from the start (see Context).
-	re atomic.Pointer[reentry]
 }
 
 // errNilLock is the error of a nil *Lock's methods, and gone its Lost channel.
@@ -105,7 +114,7 @@ func (l *Lock) Until() time.Time {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.until
+	return l.life.until
 }
 
 // Lost returns a channel that is closed when the lock can no longer be proved held: its
@@ -127,19 +136,19 @@ func (l *Lock) Lost() <-chan struct{} {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.ended && !l.c.clock.Now().Before(l.until) {
+	if !l.life.ended && !l.c.opts.clock.Now().Before(l.life.until) {
 		l.endLocked(l.expired())
 	}
-	if l.lost == nil {
-		l.lost = make(chan struct{})
+	if l.life.lost == nil {
+		l.life.lost = make(chan struct{})
 		switch {
-		case l.ended:
-			close(l.lost)
+		case l.life.ended:
+			close(l.life.lost)
 		case outer == nil:
-			l.timer = l.c.clock.AfterFunc(l.until.Sub(l.c.clock.Now()), l.expire)
+			l.life.timer = l.c.opts.clock.AfterFunc(l.life.until.Sub(l.c.opts.clock.Now()), l.expire)
 		}
 	}
-	return l.lost
+	return l.life.lost
 }
 
 // Err returns nil while the lock is held and after Unlock released it; once it was lost, an
@@ -155,21 +164,21 @@ func (l *Lock) Err() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.ended && !l.c.clock.Now().Before(l.until) {
+	if !l.life.ended && !l.c.opts.clock.Now().Before(l.life.until) {
 		l.endLocked(l.expired())
 	}
-	return l.why
+	return l.life.why
 }
 
 // expire runs at the end of the validity; an Extend may have moved it since the timer was set.
 func (l *Lock) expire() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended {
+	if l.life.ended {
 		return
 	}
-	if left := l.until.Sub(l.c.clock.Now()); left > 0 {
-		l.timer.Reset(left)
+	if left := l.life.until.Sub(l.c.opts.clock.Now()); left > 0 {
+		l.life.timer.Reset(left)
 		return
 	}
 	l.endLocked(l.expired())
@@ -177,27 +186,27 @@ func (l *Lock) expire() {
 
 // expired is why a lock whose validity passed ended. l.mu is held.
 func (l *Lock) expired() error {
-	return fmt.Errorf("%w: its validity ended at %v", ErrNotHeld, l.until.Format(time.RFC3339Nano))
+	return fmt.Errorf("%w: its validity ended at %v", ErrNotHeld, l.life.until.Format(time.RFC3339Nano))
 }
 
 // endLocked ends the lock for why (nil: released by Unlock): Lost closes, and whatever waits
 // on its end is told. l.mu is held.
 func (l *Lock) endLocked(why error) {
-	if l.ended {
+	if l.life.ended {
 		return
 	}
-	l.ended, l.why = true, why
+	l.life.ended, l.life.why = true, why
 	if l.reentered() == nil { // a re-entry's handle was neither tracked nor acquired
 		l.c.untrack(l)
 		l.reportEnd()
 	}
-	if l.timer != nil {
-		l.timer.Stop()
+	if l.life.timer != nil {
+		l.life.timer.Stop()
 	}
-	if l.lost != nil {
-		close(l.lost)
+	if l.life.lost != nil {
+		close(l.life.lost)
 	}
-	for _, f := range l.onEnd {
+	for _, f := range l.life.onEnd {
 		f(why)
 	}
 }
@@ -206,21 +215,21 @@ func (l *Lock) endLocked(why error) {
 func (l *Lock) whenEnded(f func(why error)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended {
-		f(l.why)
+	if l.life.ended {
+		f(l.life.why)
 		return
 	}
-	l.onEnd = append(l.onEnd, f)
+	l.life.onEnd = append(l.life.onEnd, f)
 }
 
 // endedAt reports whether the lock had ended by now, ending it if its validity has passed.
 func (l *Lock) endedAt(now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.ended && !now.Before(l.until) {
+	if !l.life.ended && !now.Before(l.life.until) {
 		l.endLocked(l.expired())
 	}
-	return l.ended
+	return l.life.ended
 }
 
 // Unlock releases the lock on every node where it still holds this lock's token (compare and
@@ -272,8 +281,8 @@ func (l *Lock) release(ctx context.Context, why error) error {
 func (l *Lock) endForRelease(why error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	again, closed := l.released, errors.Is(l.why, ErrClosed)
-	l.released = true
+	again, closed := l.life.released, errors.Is(l.life.why, ErrClosed)
+	l.life.released = true
 	l.endLocked(why)
 	switch {
 	case closed:
@@ -289,9 +298,9 @@ func (l *Lock) endForRelease(why error) error {
 // release does not overtake the acquisition there.
 func (l *Lock) sendRelease(ctx context.Context) error {
 	c := l.c
-	start := c.clock.Now()
-	rd := round[struct{}]{c: c, op: locktrace.NodeRelease, cmd: l.spec.ops.release(l.token, c.channel, l.waiter),
-		decode: decodeHeld, wait: c.nodeTimeout, need: l.spec.need, hold: l.ttl}
+	start := c.opts.clock.Now()
+	rd := round[struct{}]{c: c, op: locktrace.NodeRelease, cmd: l.spec.ops.release(l.token, c.self.channel, l.waiter),
+		decode: decodeHeld, wait: c.opts.nodeTimeout, need: l.spec.need, hold: l.life.ttl}
 	callCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
 	q := quorum.New[struct{}](len(c.nodes))
 	var onStack [8]int // the pending nodes' copy, without an allocation for most Clients
@@ -302,21 +311,21 @@ func (l *Lock) sendRelease(ctx context.Context) error {
 	if !out.Quorum {
 		err = c.verdict(ctx, l.spec, out.Outcome, pending, rd.wait)
 	}
-	c.decided(ctx, votes(out.Outcome), c.clock.Now().Sub(start), err)
+	c.decided(ctx, votes(out.Outcome), c.opts.clock.Now().Sub(start), err)
 	return err
 }
 
 // sendAll sends rd's call, in q, to every node whose acquisition call has returned, and leaves
-// the others to l.late; it returns those others, appended to pending (a copy: l.pending changes
+// the others to l.late; it returns those others, appended to pending (a copy: l.flight.pending changes
 // as they answer).
 func (l *Lock) sendAll(ctx, callCtx context.Context, rd round[struct{}], q *quorum.Round[struct{}], pending []int) []int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	call := rd.call // a method value costs an allocation each time it is taken
-	l.releasing = q
-	pending = append(pending, l.pending...)
+	l.flight.releasing = q
+	pending = append(pending, l.flight.pending...)
 	if len(pending) > 0 {
-		l.sendLate = rd.late(ctx, callCtx, q, call)
+		l.flight.sendLate = rd.late(ctx, callCtx, q, call)
 	}
 	for i := range l.c.nodes {
 		if !slices.Contains(pending, i) {
@@ -348,8 +357,8 @@ func (rd round[T]) late(ctx, callCtx context.Context, q *quorum.Round[T], call f
 // the node clearly refused it (and holds no place in line for its waiter either).
 func (l *Lock) late(rep quorum.Reply[wire.Grant]) {
 	l.mu.Lock()
-	l.pending = slices.DeleteFunc(l.pending, func(i int) bool { return i == rep.Node })
-	q, send := l.releasing, l.sendLate
+	l.flight.pending = slices.DeleteFunc(l.flight.pending, func(i int) bool { return i == rep.Node })
+	q, send := l.flight.releasing, l.flight.sendLate
 	l.mu.Unlock()
 	switch {
 	case q == nil: // Unlock will send it

@@ -87,7 +87,7 @@ func (c *Client) multi(keys []string) (*spec, error) {
 		if j := slices.Index(keys[:i], k); j >= 0 {
 			return nil, fmt.Errorf("redlock: key %q given twice (%d and %d)", k, j, i)
 		}
-		o.locks[i] = c.names.Mutex(k)
+		o.locks[i] = c.opts.names.Mutex(k)
 		o.keys[i] = o.locks[i].Lock
 	}
 	if err := c.sameSlot(keys, o.keys); err != nil {

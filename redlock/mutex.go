@@ -30,14 +30,14 @@ type mutexSpec struct {
 
 // mutex returns the spec of a lock of key; lock, try and do check the key.
 func (c *Client) mutex(key string) *spec {
-	keys := c.names.Mutex
-	if !c.fencing {
-		keys = c.names.Unfenced
+	keys := c.opts.names.Mutex
+	if !c.opts.fencing {
+		keys = c.opts.names.Unfenced
 	}
 	m := &mutexSpec{ops: mutexOps{keys(key)}}
 	m.wake[0] = m.ops.keys.Lock
 	m.spec = spec{kind: locktrace.KindMutex, key: key, need: c.quorum, wake: m.wake[:], ops: &m.ops}
-	if c.fencing {
+	if c.opts.fencing {
 		m.spec.fence = func(token string, term uint64) command {
 			return run(wire.FenceScript, wire.Fence{Keys: m.ops.keys, Token: token, Fence: term})
 		}
@@ -124,19 +124,19 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 // counter to it, and the round must reach the quorum before until.
 func (k *contender) fence(ctx context.Context, token string, granted []quorum.Reply[wire.Grant], until time.Time) (uint64, error) {
 	c := k.c
-	fence := fenceOf(granted, uint64(c.clock.Now().UnixMicro()))
-	wait := until.Sub(c.clock.Now())
+	fence := fenceOf(granted, uint64(c.opts.clock.Now().UnixMicro()))
+	wait := until.Sub(c.opts.clock.Now())
 	if wait <= 0 {
 		return 0, errors.New("redlock: no validity left for the fencing round")
 	}
 	rd := round[struct{}]{c: c, op: locktrace.NodeFence, cmd: k.s.fence(token, fence),
-		decode: decodeHeld, wait: min(c.nodeTimeout, wait), need: k.s.need, stop: c.done}
+		decode: decodeHeld, wait: min(c.opts.nodeTimeout, wait), need: k.s.need, stop: c.life.done}
 	out := rd.ask(ctx)
 	out.rest(nil)
-	if out.Quorum && c.clock.Now().Before(until) {
+	if out.Quorum && c.opts.clock.Now().Before(until) {
 		return fence, nil
 	}
-	if out.Stopped && closed(c.done) {
+	if out.Stopped && closed(c.life.done) {
 		return 0, ErrClosed
 	}
 	errs := []error{errors.New("redlock: the fencing round reached no quorum within the validity")}

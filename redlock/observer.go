@@ -22,12 +22,12 @@ func WithObserver(o locktrace.Observer) Option {
 
 // begin reports a call of op on s; the call goes on with the returned ctx and call.
 func (c *Client) begin(ctx context.Context, op locktrace.Op, s *spec) (context.Context, locktrace.Call) {
-	if c.observer.Begin == nil && c.observer.End == nil && c.observer.Waiting == nil && c.observer.Waited == nil {
+	if c.opts.observer.Begin == nil && c.opts.observer.End == nil && c.opts.observer.Waiting == nil && c.opts.observer.Waited == nil {
 		return ctx, locktrace.Call{}
 	}
-	call := locktrace.Call{Op: op, Kind: s.kind, Key: s.key, Quorum: s.need, Start: c.clock.Now()}
-	if c.observer.Begin != nil {
-		if octx := c.observer.Begin(ctx, call); octx != nil {
+	call := locktrace.Call{Op: op, Kind: s.kind, Key: s.key, Quorum: s.need, Start: c.opts.clock.Now()}
+	if c.opts.observer.Begin != nil {
+		if octx := c.opts.observer.Begin(ctx, call); octx != nil {
 			ctx = octx
 		}
 	}
@@ -36,8 +36,8 @@ func (c *Client) begin(ctx context.Context, op locktrace.Op, s *spec) (context.C
 
 // end reports that call returned err; ctx is the caller's.
 func (c *Client) end(ctx context.Context, call locktrace.Call, err error) {
-	if c.observer.End != nil {
-		c.observer.End(ctx, call, locktrace.Return{Outcome: outcome(ctx, err), Err: err, Elapsed: c.clock.Now().Sub(call.Start)})
+	if c.opts.observer.End != nil {
+		c.opts.observer.End(ctx, call, locktrace.Return{Outcome: outcome(ctx, err), Err: err, Elapsed: c.opts.clock.Now().Sub(call.Start)})
 	}
 }
 
@@ -58,27 +58,27 @@ func outcome(ctx context.Context, err error) locktrace.Outcome {
 
 // decided reports a round decided with votes yes, elapsed after it began, that ended in err.
 func (c *Client) decided(ctx context.Context, votes int, elapsed time.Duration, err error) {
-	if c.observer.Round != nil {
-		c.observer.Round(ctx, locktrace.Round{Outcome: outcome(ctx, err), Votes: votes, Elapsed: elapsed})
+	if c.opts.observer.Round != nil {
+		c.opts.observer.Round(ctx, locktrace.Round{Outcome: outcome(ctx, err), Votes: votes, Elapsed: elapsed})
 	}
 }
 
 // waiting reports that an acquiring call begins to wait, and waited that it stops.
 func (c *Client) waiting(ctx context.Context, call locktrace.Call) {
-	if c.observer.Waiting != nil {
-		c.observer.Waiting(ctx, call)
+	if c.opts.observer.Waiting != nil {
+		c.opts.observer.Waiting(ctx, call)
 	}
 }
 
 func (c *Client) waited(ctx context.Context, call locktrace.Call) {
-	if c.observer.Waited != nil {
-		c.observer.Waited(ctx, call)
+	if c.opts.observer.Waited != nil {
+		c.opts.observer.Waited(ctx, call)
 	}
 }
 
 // replied reports node's reply to op, sent at start.
 func (c *Client) replied(ctx context.Context, node int, op locktrace.NodeOp, start time.Time, err error) {
-	if c.observer.NodeReply == nil {
+	if c.opts.observer.NodeReply == nil {
 		return
 	}
 	o := locktrace.NodeOK
@@ -92,13 +92,13 @@ func (c *Client) replied(ctx context.Context, node int, op locktrace.NodeOp, sta
 	default:
 		o = locktrace.NodeFailed
 	}
-	c.observer.NodeReply(ctx, locktrace.NodeReply{Node: node, Op: op, Outcome: o, Err: err, Elapsed: c.clock.Now().Sub(start)})
+	c.opts.observer.NodeReply(ctx, locktrace.NodeReply{Node: node, Op: op, Outcome: o, Err: err, Elapsed: c.opts.clock.Now().Sub(start)})
 }
 
 // reportEnd reports that l ended now: lost unless released within its validity. l.mu is held.
 func (l *Lock) reportEnd() {
-	if f := l.c.observer.Ended; f != nil {
-		now := l.c.clock.Now()
-		f(locktrace.Holding{Kind: l.spec.kind, Held: now.Sub(l.acquired), Lost: errors.Is(l.why, ErrNotHeld) || !now.Before(l.until)})
+	if f := l.c.opts.observer.Ended; f != nil {
+		now := l.c.opts.clock.Now()
+		f(locktrace.Holding{Kind: l.spec.kind, Held: now.Sub(l.acquired), Lost: errors.Is(l.life.why, ErrNotHeld) || !now.Before(l.life.until)})
 	}
 }

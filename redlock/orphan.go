@@ -51,23 +51,23 @@ func (l *Lock) detach() (time.Duration, error) {
 	c := l.c
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := c.clock.Now()
-	if !l.ended && !now.Before(l.until) {
+	now := c.opts.clock.Now()
+	if !l.life.ended && !now.Before(l.life.until) {
 		l.endLocked(l.expired())
 	}
 	switch {
-	case errors.Is(l.why, ErrClosed):
+	case errors.Is(l.life.why, ErrClosed):
 		return 0, fmt.Errorf("%w: Close released the lock", ErrClosed)
-	case l.why != nil:
-		return 0, l.why
-	case l.ended:
+	case l.life.why != nil:
+		return 0, l.life.why
+	case l.life.ended:
 		return 0, fmt.Errorf("%w: released or orphaned already", ErrNotHeld)
 	}
-	l.released = true
+	l.life.released = true
 	l.endLocked(nil)
 	// The keys were sent after the validity's start, for ttl: they last at least until its
 	// end and the drift past it.
-	return l.until.Sub(now) + clock.Drift(l.ttl, c.driftFactor), nil
+	return l.life.until.Sub(now) + clock.Drift(l.life.ttl, c.opts.driftFactor), nil
 }
 
 // spread sets the lock on the nodes that do not hold it, with its token, for left (see
@@ -79,16 +79,16 @@ func (l *Lock) spread(ctx context.Context, left time.Duration) error {
 		return nil // nothing to add to: the keys expire now, or Close has begun
 	}
 	defer c.leave()
-	ctx, cancel := context.WithTimeout(ctx, satMul(c.nodeTimeout, 2))
+	ctx, cancel := context.WithTimeout(ctx, satMul(c.opts.nodeTimeout, 2))
 	defer cancel()
 	s := settling{
 		holds:  round[struct{}]{c: c, op: locktrace.NodeExtend, cmd: l.spec.ops.extend(l.token, left), decode: decodeHeld},
 		claims: round[wire.Grant]{c: c, op: locktrace.NodeAcquire, cmd: l.spec.ops.claim(l.token, left), decode: decodeGrant},
 	}
-	out := quorum.Start(ctx, nil, len(c.nodes), s.settle).Gather(ctx.Done(), c.done)
+	out := quorum.Start(ctx, nil, len(c.nodes), s.settle).Gather(ctx.Done(), c.life.done)
 	if noes(out, nil) > len(c.nodes)-l.spec.need {
 		return errors.Join(fmt.Errorf("%w: Orphan found it held by another on so many nodes that no quorum holds it", ErrNotHeld),
-			errors.Join(nodeErrors(c, ctx, out, satMul(c.nodeTimeout, 2))...))
+			errors.Join(nodeErrors(c, ctx, out, satMul(c.opts.nodeTimeout, 2))...))
 	}
 	return nil
 }
@@ -106,24 +106,24 @@ func (s settling) settle(ctx context.Context, i int) (struct{}, error) {
 	c := s.holds.c
 	pause := time.Millisecond
 	for {
-		_, err := callWithin(ctx, c.nodeTimeout, i, s.holds.call)
+		_, err := callWithin(ctx, c.opts.nodeTimeout, i, s.holds.call)
 		if errors.Is(err, errNotOwner) {
-			_, err = callWithin(ctx, c.nodeTimeout, i, s.claims.call)
+			_, err = callWithin(ctx, c.opts.nodeTimeout, i, s.claims.call)
 		}
 		if !errors.Is(err, errTaken) {
 			return struct{}{}, err
 		}
-		t := c.clock.NewTimer(pause)
+		t := c.opts.clock.NewTimer(pause)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 			return struct{}{}, err
-		case <-c.done:
+		case <-c.life.done:
 			t.Stop()
 			return struct{}{}, err
 		}
-		pause = min(2*pause, c.nodeTimeout/4)
+		pause = min(2*pause, c.opts.nodeTimeout/4)
 	}
 }
 

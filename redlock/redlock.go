@@ -33,30 +33,41 @@ import (
 // A Client locks keys across a fixed set of independent Redis masters. It is safe for
 // concurrent use. It does not own the clients its nodes wrap: Close leaves them open.
 type Client struct {
-	nodes   []driver.Node
-	senders []driver.Sender // nodes[i] as a Sender, nil where it is none
-	addrs   []string
-	listen  []driver.Node // where releases are heard: the nodes, or NewCluster's one cluster
-	quorum  int
-	names   wire.Names
-	channel string // where releases are announced to every Client
-	id      string // names the Client's waiters, and its own channel
-	waiters atomic.Uint64
-	options
-
-	recent   recent    // keys this Client waited for lately
-	listener *listener // hears releases and wakes waiters
+	nodes  []driver.Node
+	addrs  []string
+	quorum int
+	opts   options
+	self   identity
+	recent recent // keys this Client waited for lately
+	// listener hears releases and wakes waiters: on the nodes, or NewCluster's one cluster.
+	listener *listener
 	// clusterNode is the first node that is a Redis Cluster (-1 for none), where one script
 	// touches one hash slot. NewCluster's votes put every key of a vote in one slot themselves.
 	clusterNode int
+	held        holdings // what Close releases
+	life        lifecycle
+}
 
+// An identity is what names a Client's waiters and announcements.
+type identity struct {
+	id      string // names the Client's waiters, and its own channel
+	channel string // where releases are announced to every Client
+	waiters atomic.Uint64
+}
+
+// holdings are the locks a Client holds, for Close to release.
+type holdings struct {
+	mu    sync.Mutex
+	locks map[*Lock]struct{}
+	swept int // how many were held after the last look at them all
+}
+
+// A lifecycle is a Client's life: the calls in progress, and its background work.
+type lifecycle struct {
 	// mu orders Close after every call in progress, so that no goroutine is added to bg once
-	// Close has started waiting for it. held are the locks to release on Close.
+	// Close has started waiting for it.
 	mu     sync.RWMutex
 	closed bool
-	heldMu sync.Mutex
-	held   map[*Lock]struct{}
-	swept  int // how many were held after the last look at them all
 	// done is closed when Close begins: it ends waits, and the rounds a closing Client need
 	// not finish (attempts, reads) stop at it. It carries time so that a round's decision,
 	// which stops at a timer, can stop at it.
@@ -144,27 +155,22 @@ func twice(a, b driver.Node, j, i int) error {
 // newClient returns a Client over nodes with options o.
 func newClient(nodes []driver.Node, o options) *Client {
 	c := &Client{
-		nodes:   nodes,
-		addrs:   make([]string, len(nodes)),
-		listen:  nodes,
-		quorum:  quorum.Of(len(nodes)),
-		options: o,
-		names:   o.names,
-		id:      newToken(),
-		held:    make(map[*Lock]struct{}),
-		done:    make(chan time.Time),
+		nodes:       nodes,
+		addrs:       make([]string, len(nodes)),
+		quorum:      quorum.Of(len(nodes)),
+		opts:        o,
+		clusterNode: -1,
+		held:        holdings{locks: make(map[*Lock]struct{})},
+		life:        lifecycle{done: make(chan time.Time)},
 	}
-	c.clusterNode = -1
-	c.channel = c.names.Channel()
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.listening, c.cancelListening = context.WithCancel(c.ctx)
-	c.listener = newListener(c)
-	c.senders = make([]driver.Sender, len(nodes))
+	c.self.id, c.self.channel = newToken(), o.names.Channel()
+	c.life.ctx, c.life.cancel = context.WithCancel(context.Background())
+	c.life.listening, c.life.cancelListening = context.WithCancel(c.life.ctx)
+	c.listener = newListener(c, nodes)
 	for i, n := range nodes {
 		if s, ok := n.(fmt.Stringer); ok {
 			c.addrs[i] = s.String()
 		}
-		c.senders[i], _ = n.(driver.Sender)
 	}
 	return c
 }
@@ -195,21 +201,21 @@ func same(a, b any) bool {
 func (c *Client) Close() error {
 	start := time.Now()
 	first := false
-	c.shutdown.Do(func() { first = true; close(c.done) })
+	c.life.shutdown.Do(func() { first = true; close(c.life.done) })
 	if !first {
 		return nil
 	}
-	c.mu.Lock() // once the calls in progress have left
-	c.closed = true
+	c.life.mu.Lock() // once the calls in progress have left
+	c.life.closed = true
 	waiting := c.listener.waiting()
-	c.mu.Unlock()
-	c.heldMu.Lock()
-	held := make([]*Lock, 0, len(c.held))
-	for l := range c.held {
+	c.life.mu.Unlock()
+	c.held.mu.Lock()
+	held := make([]*Lock, 0, len(c.held.locks))
+	for l := range c.held.locks {
 		held = append(held, l)
 	}
-	c.heldMu.Unlock()
-	c.cancelListening()
+	c.held.mu.Unlock()
+	c.life.cancelListening()
 	var releases sync.WaitGroup
 	for _, w := range waiting {
 		releases.Go(func() { c.abandon(context.Background(), w) })
@@ -224,26 +230,26 @@ func (c *Client) Close() error {
 	// What is left of twice the node timeout is for the replies in flight, and what they call
 	// for (the roll-back of an attempt that Close stopped, say).
 	idle := c.idle()
-	t := time.NewTimer(max(satMul(c.nodeTimeout, 2)-time.Since(start), 0))
+	t := time.NewTimer(max(satMul(c.opts.nodeTimeout, 2)-time.Since(start), 0))
 	select {
 	case <-idle:
 	case <-t.C:
 	}
 	t.Stop()
-	c.cancel()
+	c.life.cancel()
 	<-idle
 	return nil
 }
 
 // NodeTimeout returns how long the Client waits for a node's reply (WithNodeTimeout): what an
 // integration sizes its own deadlines by.
-func (c *Client) NodeTimeout() time.Duration { return c.nodeTimeout }
+func (c *Client) NodeTimeout() time.Duration { return c.opts.nodeTimeout }
 
 // idle returns a channel that is closed once the Client's goroutines have all ended.
 func (c *Client) idle() <-chan struct{} {
 	idle := make(chan struct{})
 	go func() {
-		c.bg.Wait()
+		c.life.bg.Wait()
 		close(idle)
 	}()
 	return idle
@@ -251,46 +257,46 @@ func (c *Client) idle() <-chan struct{} {
 
 // enter registers a call in progress; leave must follow. It fails once the Client is closed.
 func (c *Client) enter() error {
-	c.mu.RLock()
-	if c.closed {
-		c.mu.RUnlock()
+	c.life.mu.RLock()
+	if c.life.closed {
+		c.life.mu.RUnlock()
 		return ErrClosed
 	}
 	return nil
 }
 
-func (c *Client) leave() { c.mu.RUnlock() }
+func (c *Client) leave() { c.life.mu.RUnlock() }
 
 // track remembers l as held, for Close to release; untrack forgets it. A lock left to expire
 // without Unlock ends when something looks at it; so that such locks do not pile up, track
 // looks at them all whenever the held ones have doubled since it last did.
 func (c *Client) track(l *Lock) {
-	c.heldMu.Lock()
-	c.held[l] = struct{}{}
+	c.held.mu.Lock()
+	c.held.locks[l] = struct{}{}
 	var all []*Lock
-	if n := len(c.held); n >= 64 && n >= 2*c.swept {
+	if n := len(c.held.locks); n >= 64 && n >= 2*c.held.swept {
 		all = make([]*Lock, 0, n)
-		for h := range c.held {
+		for h := range c.held.locks {
 			all = append(all, h)
 		}
 	}
-	c.heldMu.Unlock()
+	c.held.mu.Unlock()
 	if all == nil {
 		return
 	}
-	now := c.clock.Now()
+	now := c.opts.clock.Now()
 	for _, h := range all {
 		h.endedAt(now) // ends (and untracks) an expired lock
 	}
-	c.heldMu.Lock()
-	c.swept = len(c.held)
-	c.heldMu.Unlock()
+	c.held.mu.Lock()
+	c.held.swept = len(c.held.locks)
+	c.held.mu.Unlock()
 }
 
 func (c *Client) untrack(l *Lock) {
-	c.heldMu.Lock()
-	delete(c.held, l)
-	c.heldMu.Unlock()
+	c.held.mu.Lock()
+	delete(c.held.locks, l)
+	c.held.mu.Unlock()
 }
 
 // check rejects what no attempt of s for ttl could do anything sensible with.
@@ -317,7 +323,7 @@ func (c *Client) checkTTL(ttl time.Duration) error {
 	if ttl%time.Millisecond != 0 {
 		return fmt.Errorf("redlock: ttl %v is not a whole number of milliseconds (Redis expires keys in ms)", ttl)
 	}
-	if d := clock.Drift(ttl, c.driftFactor); ttl <= d {
+	if d := clock.Drift(ttl, c.opts.driftFactor); ttl <= d {
 		return fmt.Errorf("redlock: ttl %v must be larger than the clock drift allowance %v", ttl, d)
 	}
 	return nil

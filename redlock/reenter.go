@@ -100,7 +100,7 @@ func (c *Client) reenter(ctx context.Context, s *spec, ttl time.Duration) (*Lock
 	var blocked *Lock
 	for h := first; h != nil; h = h.next {
 		l := h.l
-		if l.c != c || l.endedAt(c.clock.Now()) {
+		if l.c != c || l.endedAt(c.opts.clock.Now()) {
 			continue
 		}
 		switch meet(l.spec, s) {
@@ -182,23 +182,23 @@ func describe(s *spec) string {
 // ttl would outlast it. It returns nil and nil when l ended meanwhile: the call then contends.
 func (l *Lock) enter(ctx context.Context, s *spec, ttl time.Duration) (*Lock, error) {
 	c := l.c
-	if clock.Deadline(c.clock.Now(), ttl, c.driftFactor).After(l.Until()) {
+	if clock.Deadline(c.opts.clock.Now(), ttl, c.opts.driftFactor).After(l.Until()) {
 		if err := l.extend(ctx, ttl); err != nil {
 			return nil, errors.Join(ErrNotAcquired,
 				fmt.Errorf("redlock: re-entering %q for %v needs the held lock extended: %w", s.key, ttl, err))
 		}
 	}
-	in := &Lock{c: c, spec: s, token: l.token, fence: l.fence, until: endless}
+	in := &Lock{c: c, spec: s, token: l.token, fence: l.fence, life: lifetime{until: endless}}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended {
+	if l.life.ended {
 		return nil, nil
 	}
 	re := l.re.Load()
 	if re == nil {
 		re = &reentry{outer: l, open: make(map[*Lock]struct{})}
 		l.re.Store(re)
-		l.onEnd = append(l.onEnd, re.end)
+		l.life.onEnd = append(l.life.onEnd, re.end)
 	}
 	in.re.Store(re)
 	re.open[in] = struct{}{}
@@ -228,14 +228,14 @@ func (l *Lock) leave() error {
 	re.outer.mu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	again := l.released
-	l.released = true
+	again := l.life.released
+	l.life.released = true
 	l.endLocked(nil)
 	switch {
 	case again:
 		return fmt.Errorf("%w: released or orphaned already", ErrNotHeld)
-	case l.why != nil:
-		return l.why
+	case l.life.why != nil:
+		return l.life.why
 	}
 	return nil
 }
@@ -244,7 +244,7 @@ func (l *Lock) leave() error {
 // unless l has ended.
 func (l *Lock) extendOuter(ctx context.Context, ttl time.Duration) error {
 	l.mu.Lock()
-	ended, why := l.ended, l.why
+	ended, why := l.life.ended, l.life.why
 	l.mu.Unlock()
 	switch {
 	case ended && why == nil:
@@ -264,5 +264,5 @@ func (l *Lock) keptElsewhere() bool {
 	}
 	outer.mu.Lock()
 	defer outer.mu.Unlock()
-	return outer.kept
+	return outer.life.kept
 }

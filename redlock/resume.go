@@ -33,12 +33,12 @@ func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duratio
 		return nil, errors.Join(ErrNotHeld, err)
 	}
 	defer c.leave()
-	start := c.clock.Now()
+	start := c.opts.clock.Now()
 	until, err := c.renew(ctx, s, token, ttl, start, nil)
 	if err != nil {
 		return nil, err
 	}
-	l := &Lock{c: c, spec: s, token: token, acquired: start, until: until, ttl: ttl}
+	l := &Lock{c: c, spec: s, token: token, acquired: start, life: lifetime{until: until, ttl: ttl}}
 	c.track(l)
 	return l, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/driver"
 	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
@@ -64,7 +65,7 @@ type asked[T any] struct {
 
 // linger reads the replies still in flight into the outcome for at most d.
 func (a *asked[T]) linger(c *Client, d time.Duration) {
-	t := c.clock.NewTimer(d)
+	t := c.opts.clock.NewTimer(d)
 	a.q.Linger(&a.Outcome, t.C)
 	t.Stop()
 }
@@ -76,24 +77,24 @@ func (a *asked[T]) rest(late func(quorum.Reply[T])) {
 		a.cancel()
 		return
 	}
-	a.c.bg.Add(1)
+	a.c.life.bg.Add(1)
 	go a.collect(late) // not bg.Go: its wrapper would cost another allocation a round
 }
 
 // collect is rest's goroutine.
 func (a *asked[T]) collect(late func(quorum.Reply[T])) {
-	defer a.c.bg.Done()
+	defer a.c.life.bg.Done()
 	defer a.cancel()
 	if late == nil {
 		late = func(quorum.Reply[T]) {}
 	}
-	a.q.Rest(a.c.ctx.Done(), late)
+	a.q.Rest(a.c.life.ctx.Done(), late)
 }
 
 // call sends the round's command to node i and reads its reply, reporting it to the Observer.
 func (r round[T]) call(ctx context.Context, i int) (T, error) {
 	c := r.c
-	start := c.clock.Now()
+	start := c.opts.clock.Now()
 	var v T
 	reply, err := c.send(ctx, i, r.cmd)
 	if err == nil {
@@ -107,7 +108,7 @@ func (r round[T]) call(ctx context.Context, i int) (T, error) {
 
 // send sends cmd to node i.
 func (c *Client) send(ctx context.Context, i int, cmd command) (any, error) {
-	if s := c.senders[i]; s != nil {
+	if s, ok := c.nodes[i].(driver.Sender); ok {
 		return s.Send(ctx, cmd)
 	}
 	if cmd.Script == nil {
@@ -199,7 +200,7 @@ func nodeErrors[T any](c *Client, ctx context.Context, out quorum.Outcome[T], wa
 // which the key is gone anyway) to be sent and answered; Close stops waiting for it. Like
 // ask's calls, it runs on a goroutine of its own that nobody waits for past its deadline.
 func (c *Client) release(ctx context.Context, i int, cmd command, hold time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(hold, c.nodeTimeout))
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(hold, c.opts.nodeTimeout))
 	defer cancel()
 	r := round[struct{}]{c: c, op: locktrace.NodeRelease, cmd: cmd, decode: decodeHeld}
 	replied := make(chan error, 1)
@@ -209,7 +210,7 @@ func (c *Client) release(ctx context.Context, i int, cmd command, hold time.Dura
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-c.ctx.Done():
+	case <-c.life.ctx.Done():
 		return ErrClosed
 	}
 }
@@ -217,10 +218,10 @@ func (c *Client) release(ctx context.Context, i int, cmd command, hold time.Dura
 // undo sends cmd, a roll-back, to node i in a goroutine of the Client (see release), and calls
 // then once it has been answered (or given up).
 func (c *Client) undo(ctx context.Context, i int, cmd command, hold time.Duration, then func() bool) {
-	c.bg.Go(func() {
+	c.life.bg.Go(func() {
 		defer then()
 		if err := c.release(ctx, i, cmd, hold); err != nil && !errors.Is(err, errNotOwner) {
-			c.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", i, "err", err)
+			c.opts.log.WarnContext(ctx, "redlock: roll-back failed; the key expires with its ttl", "node", i, "err", err)
 		}
 	})
 }

@@ -71,7 +71,7 @@ func (c *Client) RWMutex(key string) (*RWMutex, error) {
 	if err := c.checkKey(key); err != nil {
 		return nil, err
 	}
-	keys := c.names.RWMutex(key)
+	keys := c.opts.names.RWMutex(key)
 	// Readers and writers wait for the name of the writer's key: every release announces it.
 	wake := []string{keys.Writer}
 	return &RWMutex{c: c,

@@ -61,7 +61,7 @@ func (c *Client) Semaphore(key string, permits int) (*Semaphore, error) {
 	if permits < 1 {
 		return nil, fmt.Errorf("redlock: semaphore of %d permits; it needs at least 1", permits)
 	}
-	keys := c.names.Semaphore(key)
+	keys := c.opts.names.Semaphore(key)
 	return &Semaphore{c: c, s: &spec{kind: locktrace.KindSemaphore, key: key, need: quorum.Permits(len(c.nodes), permits),
 		wake: []string{keys.Holders}, ops: semaphoreOps{holders{set: keys.Holders, wake: keys.Holders}, permits}}}, nil
 }

@@ -35,8 +35,8 @@ func TestEveryCommandTouchesOneSlot(t *testing.T) {
 			specs := map[string]*spec{"lock": c.mutex(key), "semaphore": sem.s, "read": rw.read, "write": rw.write, "multi": multi}
 			for name, s := range specs {
 				a := attempt{token: "t", ttl: time.Second, waiter: "w.1", place: 1, lease: time.Second}
-				cmds := []command{s.ops.acquire(a), s.ops.extend("t", time.Second), s.ops.release("t", c.channel, "w.1")}
-				if cmd, ok := s.ops.abandon("w.1", c.channel); ok {
+				cmds := []command{s.ops.acquire(a), s.ops.extend("t", time.Second), s.ops.release("t", c.self.channel, "w.1")}
+				if cmd, ok := s.ops.abandon("w.1", c.self.channel); ok {
 					cmds = append(cmds, cmd)
 				}
 				for _, cmd := range cmds {
