@@ -371,7 +371,7 @@ func TestReleaseWakesTheWaiterFirstInQueue(t *testing.T) {
 				return
 			}
 			order <- name
-			time.Sleep(20 * time.Millisecond) // the other one must not get in meanwhile
+			work(20 * time.Millisecond) // the other one must not get in meanwhile
 			if err := l.Unlock(ctx); err != nil {
 				t.Error(err)
 			}
@@ -414,7 +414,7 @@ func TestElectionOneLeaderAtATimeAndResignHandsOn(t *testing.T) {
 				mu.Lock()
 				terms = append(terms, term.Term())
 				mu.Unlock()
-				time.Sleep(time.Millisecond)
+				work(time.Millisecond)
 				leading.Add(-1)
 				if err := term.Resign(ctx); err != nil {
 					t.Error(err)
@@ -458,4 +458,67 @@ func TestTermsIncreaseWithTheClocksBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// An orphaned lock is left on the nodes to expire: neither the Client's keeper nor Close
+// touches it, and Unlock says it is not held.
+func TestOrphanLeavesTheLockToExpire(t *testing.T) {
+	ms, c := cluster(t, 3)
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "tick", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.KeepAlive(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Orphan(ctx); err != nil {
+		t.Fatalf("Orphan: %v", err)
+	}
+	if !closed(l.Lost()) || l.Err() != nil {
+		t.Fatalf("after Orphan: Lost closed %v, Err %v", closed(l.Lost()), l.Err())
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Unlock after Orphan: %v", err)
+	}
+	c.Close()
+	held := 0
+	for _, m := range ms {
+		if v, _ := m.Get("tick"); v == l.Token() {
+			held++
+		}
+	}
+	if held < 2 {
+		t.Fatalf("after Close, %d nodes hold the orphaned lock; its key must be left to expire", held)
+	}
+}
+
+// A context that carries a held lock re-enters it only for the keys the lock holds: a call
+// for another key contends as any other, refused while another Client holds that key, and
+// acquiring it with a token of its own once it is free.
+func TestReenterOnlyTheKeysItHolds(t *testing.T) {
+	ms, c := cluster(t, 3)
+	other := clientOn(t, ms)
+	ctx := context.Background()
+	a, err := c.Lock(ctx, "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Unlock(ctx)
+	held := a.Context(ctx)
+	b, err := other.Lock(ctx, "b", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := c.TryLock(held, "b", time.Minute); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("another key, held by another Client, with the holder's context: %v (token %q)", err, in.Token())
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in, err := c.TryLock(held, "b", time.Minute)
+	if err != nil || in.Token() == a.Token() {
+		t.Fatalf("another key, free, with the holder's context: %v, token %q (the holder's %q)", err, in.Token(), a.Token())
+	}
+	in.Unlock(ctx)
 }

@@ -319,9 +319,10 @@ func testCluster(t *testing.T, s clusterSetup) {
 		for _, k := range s.keys {
 			t.Run(k.prefix+k.key, func(t *testing.T) {
 				hour := redlock.WithRetryDelay(time.Hour, time.Hour)
+				w, watch := watchWaits()
 				c1 := s.client(t, redlock.WithKeyPrefix(k.prefix), hour)
-				c2 := s.client(t, redlock.WithKeyPrefix(k.prefix), hour)
-				testPrimitivesOn(t, c1, c2, k.key)
+				c2 := s.client(t, redlock.WithKeyPrefix(k.prefix), hour, watch)
+				testPrimitivesOn(t, c1, c2, w, k.key)
 			})
 		}
 		// LockAll of keys in different slots: an error on cluster nodes, where a script
@@ -423,9 +424,10 @@ func TestNewClusterErrors(t *testing.T) {
 	}
 }
 
-// testPrimitivesOn runs each primitive of c1 on key, with c2 as another process; both wait
-// for releases by announcement only, and every call of theirs ends within the test's deadline.
-func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
+// testPrimitivesOn runs each primitive of c1 on key, with c2 as another process, whose waits w
+// reports; both wait for releases by announcement only, and every call of theirs ends within
+// the test's deadline.
+func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, w waits, key string) {
 	t.Helper()
 	ctx := deadline(t)
 	// waited runs acquire in the background and returns a channel that receives its error
@@ -443,10 +445,8 @@ func testPrimitivesOn(t *testing.T, c1, c2 *redlock.Client, key string) {
 		}()
 		return got
 	}
-	// The waiter failed once and listens. (Not waits.await: a waiter's attempt as a waiter
-	// can come before its Client hears releases, at the node timeout, and a release then is
-	// not heard: on cluster nodes under load, one run in twenty waited for its hour.)
-	settle := func() { time.Sleep(100 * time.Millisecond) }
+	// The waiter failed once, listens, and its attempt as a waiter was decided.
+	settle := func() { w.await(t) }
 
 	sem1 := semaphore(t, c1, key, 2)
 	sem2 := semaphore(t, c2, key, 2)

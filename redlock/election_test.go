@@ -168,7 +168,7 @@ func TestRealServersTermEndsBeforeItsKeyExpires(t *testing.T) {
 		if lasting < 2 {
 			t.Fatalf("the key outlasts Until (%v) on %d nodes, not a quorum", term.Until(), lasting)
 		}
-		time.Sleep(2200 * time.Millisecond) // the Client renews the term when a third of the ttl is left
+		elapse(2200 * time.Millisecond) // the Client renews the term when a third of the ttl is left
 	}
 }
 

@@ -132,21 +132,15 @@ func TestRealServersCloseIsBoundedWhenANodeStops(t *testing.T) {
 		}
 		// As goleak does, give a goroutine that is returning a moment to be gone.
 		var g []string
-		for deadline := time.Now().Add(200 * time.Millisecond); ; time.Sleep(10 * time.Millisecond) {
-			if g = slices.DeleteFunc(ourGoroutines(), abandonedCall); len(g) == 0 || time.Now().After(deadline) {
-				break
-			}
-		}
+		eventually(200*time.Millisecond, func() bool { g = slices.DeleteFunc(ourGoroutines(), abandonedCall); return len(g) == 0 })
 		if len(g) > 0 {
 			t.Errorf("%d locks: %d goroutines of the Client outlive Close:\n%s", locks, len(g), strings.Join(g, "\n\n"))
 		}
 		if locks == 1 {
 			ss[0].Resume() // the abandoned calls end at once; the 10 locks show they end anyway
 		}
-		for deadline := time.Now().Add(15 * time.Second); len(ourGoroutines()) > 0; time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d locks: calls still running inside go-redis 15 s after Close:\n%s", locks, strings.Join(ourGoroutines(), "\n\n"))
-			}
+		if !eventually(15*time.Second, func() bool { return len(ourGoroutines()) == 0 }) {
+			t.Fatalf("%d locks: calls still running inside go-redis 15 s after Close:\n%s", locks, strings.Join(ourGoroutines(), "\n\n"))
 		}
 		ss[0].Resume()
 	}
@@ -404,7 +398,7 @@ func TestExpiredLocksAreNotKept(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%100 == 99 {
-			time.Sleep(210 * time.Millisecond) // they expire
+			elapse(210 * time.Millisecond) // they expire
 		}
 	}
 	var released atomic.Int32

@@ -128,7 +128,7 @@ func fenceRun(t *testing.T, ms []*miniredis.Miniredis, clients []redis.Universal
 	if fc.lost == fc.off {
 		ms[fc.off].SetTime(time.Now().Add(fc.skew)) // a restart keeps the clock off
 	}
-	time.Sleep(10 * time.Microsecond) // the true clocks move on
+	elapse(10 * time.Microsecond) // the true clocks move on
 	return first, acquire(fc.second)
 }
 
@@ -172,7 +172,7 @@ func TestRealServersTermAndFenceNeverGoBackWithAClockBehind(t *testing.T) {
 	term1, fence1 := win()
 	a.Resume()
 	c.Kill()
-	time.Sleep(ttl + ttl/5)
+	elapse(ttl + ttl/5)
 	c.RestartEmpty(t)
 	b.Pause(t)
 	term2, fence2 := win()

@@ -62,7 +62,7 @@ func TestFenceSurvivesAFastClockAndADataLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	time.Sleep(time.Millisecond) // the true clocks move on
+	elapse(time.Millisecond) // the true clocks move on
 	second, err := c2.TryLock(ctx, "k", time.Second)
 	if err != nil {
 		t.Fatal(err)

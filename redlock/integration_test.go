@@ -164,17 +164,12 @@ func TestRealServersLateNodeReleasedAfterUnlockEnded(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(ttl + 300*time.Millisecond) // past the round's own time (the ttl)
+	elapse(ttl + 300*time.Millisecond) // past the round's own time (the ttl)
 	ss[4].Resume()
 	// The SET runs now and sets the key for a whole ttl; the release must follow it at once.
-	for deadline := time.Now().Add(ttl / 2); ; time.Sleep(5 * time.Millisecond) {
-		n, err := nodes[4].Exists(ctx, "k").Result()
-		if err == nil && n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node 4 still holds the key %v after it answered (%d, %v)", ttl/2, n, err)
-		}
+	var n int64
+	if !eventually(ttl/2, func() bool { n, err = nodes[4].Exists(ctx, "k").Result(); return err == nil && n == 0 }) {
+		t.Fatalf("node 4 still holds the key %v after it answered (%d, %v)", ttl/2, n, err)
 	}
 }
 
@@ -225,7 +220,7 @@ func TestRealServersExpiredLockTakenOver(t *testing.T) {
 	if _, err := other.TryLock(ctx, "k", time.Minute); !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("taken while held: %v", err)
 	}
-	time.Sleep(150 * time.Millisecond)
+	elapse(150 * time.Millisecond) // past the first lock's ttl
 	second, err := other.Lock(ctx, "k", time.Minute)
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func TestOrphanedMarkOnEveryNode(t *testing.T) {
 				var mark *redlock.Lock
 				for try, err := 0, errors.ErrUnsupported; err != nil; try++ {
 					if try > 0 {
-						time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(try, 6))))
+						work(time.Duration(rand.Int64N(int64(time.Millisecond) << min(try, 6))))
 					}
 					if taken[f].Load() || ctx.Err() != nil {
 						return

@@ -43,7 +43,7 @@ func TestRealServersSemaphoreThreePermits(t *testing.T) {
 				n := inside.Add(1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}
-				time.Sleep(time.Duration(1+rand.IntN(5)) * time.Millisecond)
+				work(time.Duration(1+rand.IntN(5)) * time.Millisecond)
 				inside.Add(-1)
 				rounds.Add(1)
 				if err := l.Unlock(context.Background()); err != nil {
@@ -120,7 +120,7 @@ func TestRealServersRWMutexReadersShareWritersExclude(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var readers, writers, mostReaders, clashes, writes atomic.Int64
-	work := func(lock func(context.Context, time.Duration) (*redlock.Lock, error), writer bool) {
+	contend := func(lock func(context.Context, time.Duration) (*redlock.Lock, error), writer bool) {
 		for ctx.Err() == nil {
 			l, err := lock(ctx, 10*time.Second)
 			if err != nil {
@@ -142,7 +142,7 @@ func TestRealServersRWMutexReadersShareWritersExclude(t *testing.T) {
 				for m := mostReaders.Load(); n > m && !mostReaders.CompareAndSwap(m, n); m = mostReaders.Load() {
 				}
 			}
-			time.Sleep(time.Duration(1+rand.IntN(5)) * time.Millisecond)
+			work(time.Duration(1+rand.IntN(5)) * time.Millisecond)
 			if writer {
 				writers.Add(-1)
 			} else {
@@ -154,16 +154,16 @@ func TestRealServersRWMutexReadersShareWritersExclude(t *testing.T) {
 			if writer {
 				// A waiting writer holds new readers back, so that writers back to back
 				// could keep every reader out: writers pause between writes, as real ones do.
-				time.Sleep(time.Duration(10+rand.IntN(10)) * time.Millisecond)
+				work(time.Duration(10+rand.IntN(10)) * time.Millisecond)
 			}
 		}
 	}
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Go(func() { work(rw.RLock, false) })
+		wg.Go(func() { contend(rw.RLock, false) })
 	}
 	for range 2 {
-		wg.Go(func() { work(rw.Lock, true) })
+		wg.Go(func() { contend(rw.Lock, true) })
 	}
 	wg.Wait()
 	t.Logf("at most %d readers at once, %d writes", mostReaders.Load(), writes.Load())
@@ -203,7 +203,7 @@ func TestRealServersRWMutexWriterNotStarvedByReaders(t *testing.T) {
 					}
 					readers.Add(1)
 				}
-				time.Sleep(time.Duration(10+rand.IntN(20)) * time.Millisecond)
+				work(time.Duration(10+rand.IntN(20)) * time.Millisecond)
 				next, err := rrw.TryRLock(stream, 10*time.Second)
 				if err != nil {
 					readers.Add(-1)
@@ -264,7 +264,7 @@ func TestRealServersLockAllOverlappingSets(t *testing.T) {
 					held[k] = true
 				}
 				mu.Unlock()
-				time.Sleep(time.Millisecond)
+				work(time.Millisecond)
 				mu.Lock()
 				for _, k := range set {
 					held[k] = false

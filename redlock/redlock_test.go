@@ -34,6 +34,26 @@ func cluster(t *testing.T, n int, opts ...redlock.Option) ([]*miniredis.Miniredi
 	return ms, c
 }
 
+// work stands for a holder's work of about d under its lock, or a contender's pause between
+// two tries: time that passes, guessing nothing of another goroutine's state.
+func work(d time.Duration) { time.Sleep(d) }
+
+// elapse lets d of real time pass: for a ttl to expire, a validity to end, a clock to move
+// on, a keeper to renew. The tests that must not guess another goroutine's state wait on the
+// Observer (watchWaits) or on a bounded receive instead.
+func elapse(d time.Duration) { time.Sleep(d) }
+
+// eventually polls cond every few milliseconds until it holds or d has passed, and reports whether
+// it held: for state that no event announces (goroutines gone, a key gone from a node).
+func eventually(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); !cond(); elapse(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
 // deadline is a context that fails a test that hangs in seconds, not at the package timeout.
 func deadline(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -367,7 +387,7 @@ func TestMutualExclusion(t *testing.T) {
 					overlaps.Add(1)
 				}
 				v := counter
-				time.Sleep(10 * time.Microsecond)
+				work(10 * time.Microsecond)
 				counter = v + 1
 				inside.Add(-1)
 				if err := l.Unlock(context.Background()); err != nil {

@@ -139,7 +139,7 @@ func TestReenterFollowsTheContextNotTheGoroutine(t *testing.T) {
 			if inside.Load() != 0 || fresh.Add(1) != 1 {
 				overlaps.Add(1)
 			}
-			time.Sleep(time.Millisecond)
+			work(time.Millisecond)
 			fresh.Add(-1)
 			l.Unlock(ctx)
 		})

@@ -47,7 +47,7 @@ func TestRealServersRestartsDoNotStallTheLock(t *testing.T) {
 					longest = max(longest, time.Since(last))
 				}
 				mu.Unlock()
-				time.Sleep(time.Millisecond)
+				work(time.Millisecond)
 				mu.Lock()
 				last = time.Now()
 				mu.Unlock()
@@ -56,10 +56,10 @@ func TestRealServersRestartsDoNotStallTheLock(t *testing.T) {
 		})
 	}
 	for range 2 {
-		time.Sleep(500 * time.Millisecond)
+		elapse(500 * time.Millisecond)
 		ss[1].Restart(t)
 	}
-	time.Sleep(500 * time.Millisecond)
+	elapse(500 * time.Millisecond)
 	close(stop)
 	wg.Wait()
 	t.Logf("the longest time with no holder: %v", longest)

@@ -169,7 +169,7 @@ func TestRealServersWokenWaiterHoldsAFullLock(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(time.Second)
+	elapse(time.Second) // a waiter that polled would have tried by now
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -24,21 +24,22 @@ func TestACLOfTheDoctorRunsEveryPrimitive(t *testing.T) {
 		rules = append(rules, "+"+strings.ToLower(cmd))
 	}
 	ss := redistest.StartN(t, 3)
-	client := func() *redlock.Client {
+	client := func(opts ...redlock.Option) *redlock.Client {
 		nodes := make([]redis.UniversalClient, len(ss))
 		for i, s := range ss {
 			nodes[i] = redistest.AddUser(t, s.Addr, "app", rules...)
 		}
-		c, err := redlock.New(nodes, redlock.WithKeyPrefix("app:"), redlock.WithFencing(), redlock.WithNodeTimeout(2*time.Second),
-			redlock.WithRetryDelay(time.Hour, time.Hour))
+		c, err := redlock.New(nodes, append([]redlock.Option{redlock.WithKeyPrefix("app:"), redlock.WithFencing(),
+			redlock.WithNodeTimeout(2 * time.Second), redlock.WithRetryDelay(time.Hour, time.Hour)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	c1, c2 := client(), client()
-	testPrimitivesOn(t, c1, c2, "orders")
+	w, watch := watchWaits()
+	c1, c2 := client(), client(watch)
+	testPrimitivesOn(t, c1, c2, w, "orders")
 	ctx := deadline(t)
 	l, err := c1.Lock(ctx, "orders", 10*time.Second)
 	if err != nil || l.Fence() == 0 {
@@ -52,7 +53,7 @@ func TestACLOfTheDoctorRunsEveryPrimitive(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // the waiter failed once and listens (see testPrimitivesOn)
+	w.await(t) // the waiter failed once, listens, and waits in line
 	if in, err := c1.Inspect(ctx, "orders"); err != nil || !in.Held || in.Nodes[0].Fence == 0 {
 		t.Fatalf("Inspect: %+v, %v", in, err)
 	}
@@ -62,12 +63,12 @@ func TestACLOfTheDoctorRunsEveryPrimitive(t *testing.T) {
 	if err := redistest.Receive(t, "the Lock in line returns", got); err != nil {
 		t.Fatalf("the Lock in line: %v", err)
 	}
-	campaign(t, ctx, c1, c2)
+	campaign(t, ctx, c1, c2, w)
 }
 
-// campaign runs an election of c1 and c2: c2 observes, c1 leads and proclaims, c2 waits in line
-// and leads once c1 resigns.
-func campaign(t *testing.T, ctx context.Context, c1, c2 *redlock.Client) {
+// campaign runs an election of c1 and c2, whose waits w reports: c2 observes, c1 leads and
+// proclaims, c2 waits in line and leads once c1 resigns.
+func campaign(t *testing.T, ctx context.Context, c1, c2 *redlock.Client, w waits) {
 	t.Helper()
 	e1, _ := c1.Election("scheduler", 10*time.Second)
 	e2, _ := c2.Election("scheduler", 10*time.Second)
@@ -96,7 +97,7 @@ func campaign(t *testing.T, ctx context.Context, c1, c2 *redlock.Client) {
 		}
 		next <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // in line
+	w.await(t) // in line
 	if err := term.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
