@@ -3,6 +3,8 @@
 # and it runs as root where apt-get is, and otherwise stops saying what to run (.ci/deps).
 GO ?= go
 GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
+MODULES = . redlockotel redlockrueidis redlockvalkey redlockgocron redlockfence examples/seckill internal/mixednodes bench
+STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: help deps test catalog lint cover simulate simulate-real bench bench-check bench-report
 
@@ -26,14 +28,8 @@ test: deps lint bench-check ## the packages the tests need (make deps), vet, gof
 catalog: ## the simulator's catalog at full length, without -race: every safe row over 2,000 critical sections (or its own count), three seeds each (~5 min on 2 cores)
 	$(GO) test -count=1 -timeout 20m -run '^TestCatalog$$' ./simulate
 
-lint: ## go vet (of redlockotel, the adapter modules and redlockgocron, each its own module, too) and a gofmt check
-	$(GO) vet ./...
-	cd redlockotel && $(GO) vet ./...
-	cd redlockrueidis && $(GO) vet ./...
-	cd redlockvalkey && $(GO) vet ./...
-	cd redlockgocron && $(GO) vet ./...
-	cd redlockfence && $(GO) vet ./...
-	cd examples/seckill && $(GO) vet ./...
+lint: ## go vet and staticcheck (pinned) on every module (the main one, redlockotel, the adapter modules, redlockgocron, redlockfence, the seckill example, internal/mixednodes, bench), and a gofmt check
+	@for m in $(MODULES); do echo "lint $$m"; (cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; done
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt wants to rewrite:"; echo "$$out"; exit 1; fi
 
 cover: ## tests with a coverage profile, summarised per function

@@ -277,14 +277,14 @@ func TestSpans(t *testing.T) {
 		"redlock.key": "k", "redlock.kind": "mutex", "redlock.quorum": "2",
 		"redlock.attempts": "1", "redlock.outcome": "not_acquired",
 	} {
-		if got, ok := attrs.Value(k); !ok || got.Emit() != v {
-			t.Errorf("TryLock span: %s = %q, want %q", k, got.Emit(), v)
+		if got, ok := attrs.Value(k); !ok || got.String() != v {
+			t.Errorf("TryLock span: %s = %q, want %q", k, got.String(), v)
 		}
 	}
 	// Do holds the key on 2 or 3 nodes: the third may still be taking Do's SET when TryLock
 	// asks, so TryLock wins 0 or 1 node, never a quorum.
-	if got, _ := attrs.Value("redlock.votes"); got.Emit() != "0" && got.Emit() != "1" {
-		t.Errorf("TryLock span: redlock.votes = %q, want 0 or 1", got.Emit())
+	if got, _ := attrs.Value("redlock.votes"); got.String() != "0" && got.String() != "1" {
+		t.Errorf("TryLock span: redlock.votes = %q, want 0 or 1", got.String())
 	}
 	if try.Status().Code.String() != "Error" || len(try.Events()) < 3 { // the error and 2 or 3 replies
 		t.Errorf("TryLock span: status %v, %d events", try.Status(), len(try.Events()))
@@ -296,7 +296,7 @@ func TestSpans(t *testing.T) {
 		}
 		check := func(where string, kvs []attribute.KeyValue) {
 			for _, kv := range kvs {
-				if v := kv.Value.Emit(); token != "" && strings.Contains(v, token) {
+				if v := kv.Value.String(); token != "" && strings.Contains(v, token) {
 					t.Errorf("%s: %s: %s holds the token", s.Name(), where, kv.Key)
 				}
 			}
@@ -330,8 +330,8 @@ func TestWithoutKeys(t *testing.T) {
 	w.client.Close()
 	for _, s := range w.spans.Ended() {
 		for _, kv := range s.Attributes() {
-			if kv.Key == "redlock.key" || strings.Contains(kv.Value.Emit(), "secret-key") {
-				t.Errorf("%s: %s = %s", s.Name(), kv.Key, kv.Value.Emit())
+			if kv.Key == "redlock.key" || strings.Contains(kv.Value.String(), "secret-key") {
+				t.Errorf("%s: %s = %s", s.Name(), kv.Key, kv.Value.String())
 			}
 		}
 	}

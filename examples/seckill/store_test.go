@@ -55,12 +55,12 @@ func TestPausedOrder(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			st := s.open(t)
 			for _, writes := range [][]string{{"B", "A"}, {"A", "B"}} {
-				errA, rep := pausedSale(t, st, nodes, writes, redlock.WithFencing())
+				rep, errA := pausedSale(t, st, nodes, writes, redlock.WithFencing())
 				t.Logf("with fencing, %s writes first: A's order: %v; %+v", writes[0], errA, rep)
 				if !errors.Is(errA, redlockfence.ErrStale) || rep.Oversold != 0 || rep.Orders != 1 {
 					t.Fatalf("with fencing, %s writing first: A's order returned %v, %+v; want ErrStale, one order, oversold 0", writes[0], errA, rep)
 				}
-				errA, rep = pausedSale(t, st, nodes, writes)
+				rep, errA = pausedSale(t, st, nodes, writes)
 				t.Logf("without fencing, %s writes first: A's order: %v; %+v", writes[0], errA, rep)
 				if errA != nil || rep.Oversold != 1 {
 					t.Fatalf("without fencing, %s writing first: A's order returned %v, %+v; want it to oversell by one", writes[0], errA, rep)
@@ -73,8 +73,8 @@ func TestPausedOrder(t *testing.T) {
 // pausedSale sells the last item of st twice. Buyer A's order reads it and pauses before its
 // write; buyer B, with a Client of its own, takes the lock once A's has expired, reads the item
 // and pauses before its write too; then each writes, in the order of writes ("A" and "B"). It
-// returns A's error and the shop's report.
-func pausedSale(t *testing.T, st Store, nodes []redis.UniversalClient, writes []string, opts ...redlock.Option) (error, Report) {
+// returns the shop's report and A's error.
+func pausedSale(t *testing.T, st Store, nodes []redis.UniversalClient, writes []string, opts ...redlock.Option) (Report, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -108,7 +108,7 @@ func pausedSale(t *testing.T, st Store, nodes []redis.UniversalClient, writes []
 	if err != nil {
 		t.Fatal(err)
 	}
-	return errs["A"], rep
+	return rep, errs["A"]
 }
 
 func newClient(t *testing.T, nodes []redis.UniversalClient, opts ...redlock.Option) *redlock.Client {
