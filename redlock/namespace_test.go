@@ -132,29 +132,41 @@ func handOff(t *testing.T, waiting waits, lock func(*redlock.Client) func(contex
 func TestCompanionKeysCannotBeNamed(t *testing.T) {
 	for _, prefix := range []string{"", "app:", "{tenant}:"} {
 		t.Run("prefix="+prefix, func(t *testing.T) {
-			ms, c := cluster(t, 3, redlock.WithKeyPrefix(prefix), redlock.WithFencing())
+			waiting, watch := watchWaits()
+			ms, c := cluster(t, 3, redlock.WithKeyPrefix(prefix), redlock.WithFencing(), watch)
 			ctx := context.Background()
 			held, err := c.Lock(ctx, "orders", time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
-			wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			c.Lock(wctx, "orders", time.Minute) // queues a waiter
-			cancel()
 			s := semaphore(t, c, "orders", 2)
-			s.TryLock(ctx, time.Minute)
+			if _, err := s.TryLock(ctx, time.Minute); err != nil {
+				t.Fatal(err)
+			}
 			m := rwMutex(t, c, "orders")
-			m.RLock(ctx, time.Minute)
-			wctx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
-			m.Lock(wctx, time.Minute) // marks the lock
+			if _, err := m.RLock(ctx, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			// Two waiters stay in line while the keys are read: one queued for the lock, a
+			// writer marking the RWMutex its readers hold.
+			wctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 2)
+			go func() { _, err := c.Lock(wctx, "orders", time.Minute); done <- err }()
+			waiting.await(t)
+			go func() { _, err := m.Lock(wctx, time.Minute); done <- err }()
+			waiting.await(t)
+			keys := ms[0].Keys()
 			cancel()
+			for range 2 {
+				redistest.Receive(t, "a waiter returns when its context ends", done)
+			}
 			var names []string
-			for _, k := range ms[0].Keys() {
+			for _, k := range keys {
 				if k != prefix+"orders" {
 					names = append(names, strings.TrimPrefix(k, prefix))
 				}
 			}
-			if len(names) < 3 {
+			if len(names) < 6 { // fence, leases, queue, readers, semaphore, writing
 				t.Fatalf("only %q beside the lock key: the primitives left no companions to check", names)
 			}
 			// A fresh Client on fresh nodes refuses them, so that the first Client's calls that
