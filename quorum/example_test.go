@@ -35,7 +35,7 @@ func ExampleStart() {
 	out := r.Decide(quorum.Of(5), nil, time.After(time.Second))
 	fmt.Println("quorum:", out.Quorum)
 	close(slow)
-	r.Linger(&out, time.After(time.Second))
+	r.Linger(&out, nil, time.After(time.Second))
 	fmt.Println("replies:", len(out.Replies), "pending:", len(out.Pending))
 	// Output:
 	// quorum: true

@@ -162,15 +162,17 @@ func (r *Round[T]) decide(need, tolerate int, done <-chan struct{}, deadline <-c
 	return out
 }
 
-// Linger reads the replies still in flight after Decide into out until they are all in or
-// deadline fires, keeping out.Pending up to date.
-func (r *Round[T]) Linger(out *Outcome[T], deadline <-chan time.Time) {
+// Linger reads the replies still in flight after Decide into out until they are all in, done
+// is closed or deadline fires (nil: never), keeping out.Pending up to date.
+func (r *Round[T]) Linger(out *Outcome[T], done <-chan struct{}, deadline <-chan time.Time) {
 	for r.read < r.n {
 		select {
 		case <-r.arrived:
 			rep := r.next()
 			out.Replies = append(out.Replies, rep)
 			out.Pending = slices.DeleteFunc(out.Pending, func(i int) bool { return i == rep.Node })
+		case <-done:
+			return
 		case <-deadline:
 			return
 		}

@@ -171,7 +171,7 @@ func TestLinger(t *testing.T) {
 		t.Fatal("quorum with three failures")
 	}
 	// Node 3 answers at once; node 4 only after the deadline.
-	r.Linger(&out, time.After(500*time.Millisecond))
+	r.Linger(&out, nil, time.After(500*time.Millisecond))
 	if !slices.Equal(out.Pending, []int{4}) {
 		t.Fatalf("Pending after Linger = %v, want [4]", out.Pending)
 	}
@@ -187,6 +187,38 @@ func TestLinger(t *testing.T) {
 // Gather waits for every node, whatever each says: a failure that comes first does not end it.
 // Every subset of failed nodes of four, each failure at once and each success after it; a node
 // that never answers is Pending when the deadline fires.
+// Linger stops when done is closed, before its deadline: the caller whose context ended does
+// not wait for a node that does not answer.
+func TestLingerStopsWhenDone(t *testing.T) {
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	r := quorum.Start(context.Background(), &wg, 3, func(_ context.Context, i int) (int, error) {
+		if i == 2 {
+			<-release // silent, whatever the context says
+		}
+		return 0, errNo
+	})
+	out := r.Decide(2, nil, nil)
+	done := make(chan struct{})
+	time.AfterFunc(50*time.Millisecond, func() { close(done) })
+	lingered := make(chan struct{})
+	go func() {
+		r.Linger(&out, done, nil)
+		close(lingered)
+	}()
+	select {
+	case <-lingered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Linger still waiting 10s after done was closed")
+	}
+	if !slices.Equal(out.Pending, []int{2}) {
+		t.Fatalf("Pending after Linger = %v, want [2]", out.Pending)
+	}
+	close(release)
+	r.Rest(nil, func(quorum.Reply[int]) {})
+	wg.Wait()
+}
+
 func TestGather(t *testing.T) {
 	const n = 4
 	for mask := range 1 << n {

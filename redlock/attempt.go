@@ -41,7 +41,7 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 	}
 	if k.w != nil && len(out.Pending) > 0 && ctx.Err() == nil && !closed(c.life.done) {
 		// Count the votes still in flight, at most as long again, for a true count.
-		out.linger(c, max(c.opts.clock.Now().Sub(start), minSplitUnit))
+		out.linger(ctx, c, max(c.opts.clock.Now().Sub(start), minSplitUnit))
 	}
 	settled := k.rollback(ctx, a, out)
 	r := result{settled: settled, err: errors.Join(append([]error{ErrNotAcquired, err}, nodeErrors(c, ctx, out.Outcome, rd.wait)...)...),

@@ -63,10 +63,11 @@ type asked[T any] struct {
 	cancel context.CancelFunc
 }
 
-// linger reads the replies still in flight into the outcome for at most d.
-func (a *asked[T]) linger(c *Client, d time.Duration) {
+// linger reads the replies still in flight into the outcome for at most d, and not once ctx
+// ended: the call that asked returns by its deadline.
+func (a *asked[T]) linger(ctx context.Context, c *Client, d time.Duration) {
 	t := c.opts.clock.NewTimer(d)
-	a.q.Linger(&a.Outcome, t.C)
+	a.q.Linger(&a.Outcome, ctx.Done(), t.C)
 	t.Stop()
 }
 
