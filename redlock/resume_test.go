@@ -42,7 +42,17 @@ func TestResumeTakesTheLockOver(t *testing.T) {
 	if r.Token() != l.Token() || r.Key() != "job" || r.Fence() != 0 || r.Until().Before(before.Add(19*time.Second)) {
 		t.Fatalf("resumed: token %q, key %q, fence %d, until %v", r.Token(), r.Key(), r.Fence(), r.Until())
 	}
-	onEveryNode(t, ms, "every node gives job the new ttl", func(m *miniredis.Miniredis) bool { return m.TTL("job") == 20*time.Second })
+	// Resume returned at a quorum: those nodes gave job the new ttl (a third one may be late,
+	// and miss it when its reply does not come within the node timeout).
+	renewed := 0
+	for _, m := range ms {
+		if m.TTL("job") == 20*time.Second {
+			renewed++
+		}
+	}
+	if renewed < 2 {
+		t.Fatalf("%d of 3 nodes give job the new ttl after Resume returned; want a quorum", renewed)
+	}
 	if err := r.Extend(ctx, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
