@@ -25,6 +25,7 @@ import (
 // For five nodes, every subset of unavailable ones: the lock is acquired iff three or more are
 // free, and a failed attempt leaves no key of its own behind.
 func TestTryLockEverySubsetOfFiveNodes(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"down", "taken"} {
 		t.Run(mode, func(t *testing.T) {
 			for mask := range 1 << 5 {
@@ -255,7 +256,10 @@ func TestExtendAndUnlockLeaveAnotherOwnersKey(t *testing.T) {
 // The fencing token follows the median clock, not the lowest or the highest: on three nodes, one
 // with its clock an hour behind or ahead and one losing its data between two acquisitions,
 // tokens still increase (fence_clock_test.go plays every size up to seven nodes).
-func TestFenceFollowsTheMedianClock(t *testing.T) { fenceNeverGoesBack(t, 3) }
+func TestFenceFollowsTheMedianClock(t *testing.T) {
+	t.Parallel()
+	fenceNeverGoesBack(t, 3)
+}
 
 // When the lock is taken from a majority under Do, fn's context is cancelled with cause
 // ErrNotHeld and Do says so, with fn's own error.

@@ -20,6 +20,7 @@ const boundsNodeTimeout = time.Second
 // in Lock or Campaign. Lock and Campaign return by the caller's deadline: the clean-up that
 // must outlive it runs after they returned.
 func TestRealServersCloseAndDeadlinesBoundedWhenEveryNodeStops(t *testing.T) {
+	t.Parallel()
 	const bound = 2*boundsNodeTimeout + boundsNodeTimeout/2
 	const late = boundsNodeTimeout / 2 // how far past its deadline a call may return
 	cases := []struct {

@@ -106,9 +106,15 @@ func (s clusterSetup) holders(t *testing.T, stored string) []string {
 	return out
 }
 
-func TestClusterClientsAsNodes(t *testing.T) { testCluster(t, clustersAsNodes(t)) }
+func TestClusterClientsAsNodes(t *testing.T) {
+	t.Parallel()
+	testCluster(t, clustersAsNodes(t))
+}
 
-func TestNewClusterVotes(t *testing.T) { testCluster(t, votesOnOneCluster(t)) }
+func TestNewClusterVotes(t *testing.T) {
+	t.Parallel()
+	testCluster(t, votesOnOneCluster(t))
+}
 
 // Keys that break a lock whose companion keys are not named in the key's slot.
 type clusterKey struct{ prefix, key string }

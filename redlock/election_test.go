@@ -42,6 +42,7 @@ func election(t *testing.T, c *redlock.Client, ttl time.Duration) *redlock.Elect
 // Observe sends the state now, then each change: a leader, a Proclaim, no leader; renewals are
 // not changes. Leader reads the same.
 func TestElectionObserveAndLeader(t *testing.T) {
+	t.Parallel()
 	ms := redistest.Minis(t, 3)
 	renewed := make(chan struct{}, 16)
 	cs := candidates(t, ms, 2, redlock.WithObserver(locktrace.Observer{
@@ -146,6 +147,7 @@ func TestElectionLostWhenRenewalsFail(t *testing.T) {
 // A term's validity ends before its key expires on a quorum of nodes: Lost closes before
 // anyone else can be elected. Checked on real servers, after the campaign and after a renewal.
 func TestRealServersTermEndsBeforeItsKeyExpires(t *testing.T) {
+	t.Parallel()
 	ss := redistest.StartN(t, 3)
 	nodes := redistest.Clients(t, redistest.Addrs(ss)...)
 	c, err := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
@@ -260,6 +262,7 @@ func TestElectionBadInputSendsNothing(t *testing.T) {
 // A slow reader of Observe finds the latest state, not a backlog; Observe keeps up across a
 // node's restart.
 func TestRealServersObserveIsLatestAndSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	ss := redistest.StartN(t, 3)
 	addrs := redistest.Addrs(ss)
 	newClient := func() *redlock.Client {

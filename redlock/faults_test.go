@@ -98,6 +98,7 @@ func ourGoroutines() []string {
 // them, with its defaults), the node still stopped. Before, Close waited for those calls and
 // go-redis's retries: 10–45 s.
 func TestRealServersCloseIsBoundedWhenANodeStops(t *testing.T) {
+	// Not parallel: it reads every goroutine of the process.
 	// Not the default 100 ms: under -race on a busy machine a healthy node's reply can take
 	// longer, and TryLock then fails on two silent nodes of three.
 	const nodeTimeout = 300 * time.Millisecond
@@ -149,6 +150,7 @@ func TestRealServersCloseIsBoundedWhenANodeStops(t *testing.T) {
 // Options are checked against overflow: whatever the values, nothing panics, in New or later
 // in a goroutine of the Client (which would kill the process).
 func TestExtremeOptionsNeverPanic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, opt := range []redlock.Option{
 		redlock.WithRetryDelay(0, math.MaxInt64),
@@ -159,7 +161,8 @@ func TestExtremeOptionsNeverPanic(t *testing.T) {
 		redlock.WithDriftFactor(0),
 	} {
 		ms := redistest.Minis(t, 3)
-		c, err := redlock.New(redistest.MiniClients(t, ms), opt)
+		// A node timeout long against a busy machine, unless opt is the one to try.
+		c, err := redlock.New(redistest.MiniClients(t, ms), redlock.WithNodeTimeout(2*time.Second), opt)
 		if err != nil {
 			continue // refused: fine, as long as it says so
 		}
@@ -316,6 +319,7 @@ func nodeErrors(err error) []*redlock.NodeError {
 // release could send, over and over, while another Client holds the key on every node. The
 // waiting Lock never returns a lock.
 func TestRealServersForgedAnnouncementsMakeNoHolder(t *testing.T) {
+	t.Parallel()
 	ss := redistest.StartN(t, 3)
 	addrs := redistest.Addrs(ss)
 	holder, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithNodeTimeout(time.Second))
@@ -386,6 +390,7 @@ func forge(ctx context.Context, nodes []redis.UniversalClient, stop <-chan struc
 
 // Locks left to expire without Unlock do not pile up in the Client (which Close would release).
 func TestExpiredLocksAreNotKept(t *testing.T) {
+	t.Parallel()
 	ms := redistest.Minis(t, 3)
 	c, err := redlock.New(redistest.MiniClients(t, ms), redlock.WithNodeTimeout(2*time.Second))
 	if err != nil {

@@ -72,6 +72,7 @@ func fenceCases(n int) []fenceCase {
 // one node that two acquisitions share loses its data between them, for 1 to 7 nodes and sets
 // of granting nodes of every size: the assumptions docs/locks.md states.
 func TestFenceNeverGoesBackWithOneClockFarOffAndOneDataLoss(t *testing.T) {
+	t.Parallel()
 	for n := 1; n <= 7; n++ {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) { fenceNeverGoesBack(t, n) })
 	}
@@ -137,6 +138,7 @@ func fenceRun(t *testing.T, ms []*miniredis.Miniredis, clients []redis.Universal
 // is killed, stays down longer than the ttl and comes back empty; B stops; a fresh Client wins
 // on A and C. Its term and its token must be larger.
 func TestRealServersTermAndFenceNeverGoBackWithAClockBehind(t *testing.T) {
+	t.Parallel()
 	a := redistest.StartOffset(t, -time.Hour)
 	b, c := redistest.Start(t), redistest.Start(t)
 	addrs := []string{a.Addr, b.Addr, c.Addr}

@@ -104,6 +104,7 @@ func TestFencingRoundFailureRollsBack(t *testing.T) {
 // 1,000 acquisitions by four clients of five real servers, with restarts that keep data (AOF,
 // fsync always) and one that loses it: every token is larger than the one before.
 func TestRealServersFenceStrictlyIncreasesAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	ss := redistest.StartN(t, 5, "--appendonly", "yes", "--appendfsync", "always")
 	addrs := redistest.Addrs(ss)
 	var mu sync.Mutex

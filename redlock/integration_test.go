@@ -37,6 +37,7 @@ func realCluster(t *testing.T, opts ...redlock.Option) ([]*redistest.Server, []r
 // 16 goroutines x 50 rounds of lock, read, write, unlock on a counter kept in Redis: the end
 // value is exact, so no two critical sections overlapped.
 func TestRealServersSharedCounter(t *testing.T) {
+	t.Parallel()
 	_, nodes, c := realCluster(t, redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond))
 	store := nodes[0]
 	ctx := context.Background()
@@ -153,6 +154,7 @@ func TestRealServersRollbackReachesLateNodes(t *testing.T) {
 // A node that answers the acquisition long after Unlock's round ended is released all the
 // same, once it answers: its key does not stay for the ttl.
 func TestRealServersLateNodeReleasedAfterUnlockEnded(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	ss, nodes, c := realCluster(t, redlock.WithNodeTimeout(50*time.Millisecond))
 	ctx := context.Background()

@@ -89,11 +89,12 @@ func TestExtendFindingTheKeyGoneEndsTheLock(t *testing.T) {
 
 // Do keeps the lock while fn runs well past the ttl, and releases it afterwards.
 func TestDoExtendsWhileFnRuns(t *testing.T) {
+	t.Parallel()
 	ms, c := cluster(t, 3)
 	ctx := context.Background()
 	ran := false
-	err := c.Do(ctx, "job", 300*time.Millisecond, func(ctx context.Context) error {
-		for range 10 { // 1s: several ttls
+	err := c.Do(ctx, "job", time.Second, func(ctx context.Context) error {
+		for range 30 { // 3s: several ttls
 			work(100 * time.Millisecond)
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -130,6 +131,7 @@ func TestDoReturnsFnError(t *testing.T) {
 // Eight clients, as eight processes would, hand one key around. The fallback timer is 10 s, so
 // a hand-off that waited for it would show: every one must come from an announced release.
 func TestRealServersHandOffByAnnouncement(t *testing.T) {
+	t.Parallel()
 	ss := redistest.StartN(t, 5)
 	addrs := redistest.Addrs(ss)
 	const clients, rounds = 8, 25
@@ -172,6 +174,7 @@ func TestRealServersHandOffByAnnouncement(t *testing.T) {
 // A majority stopped while Do runs: fn's context is cancelled while the keys still exist on the
 // running nodes (before the validity ended there), and Do returns ErrNotHeld.
 func TestRealServersDoLosesLockWhenMajorityStops(t *testing.T) {
+	// Not parallel: its short node timeout is for a machine running one test at a time.
 	ss := redistest.StartN(t, 5)
 	nodes := redistest.Clients(t, redistest.Addrs(ss)...)
 	c, err := redlock.New(nodes, redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithDriftFactor(0.2))

@@ -22,6 +22,7 @@ import (
 // each form orphans its mark; then every node holds each winner's token, and after one node
 // restarts empty every form is refused.
 func TestOrphanedMarkOnEveryNode(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ss := redistest.StartN(t, 5)

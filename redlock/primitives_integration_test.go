@@ -21,6 +21,7 @@ import (
 // A semaphore of 3 permits over five real servers, 16 goroutines taking it for 3 s: never
 // more than 3 inside at once, and at some moment 3.
 func TestRealServersSemaphoreThreePermits(t *testing.T) {
+	t.Parallel()
 	_, _, c := realCluster(t, redlock.WithRetryDelay(time.Millisecond, 10*time.Millisecond))
 	sem, err := c.Semaphore("pool", 3)
 	if err != nil {
@@ -43,7 +44,8 @@ func TestRealServersSemaphoreThreePermits(t *testing.T) {
 				n := inside.Add(1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}
-				work(time.Duration(1+rand.IntN(5)) * time.Millisecond)
+				// Long against an acquisition on a busy machine, so that three holders meet.
+				work(time.Duration(50+rand.IntN(50)) * time.Millisecond)
 				inside.Add(-1)
 				rounds.Add(1)
 				if err := l.Unlock(context.Background()); err != nil {
@@ -62,6 +64,7 @@ func TestRealServersSemaphoreThreePermits(t *testing.T) {
 // For N = 5 and 2 permits, every subset of stopped nodes (SIGSTOP): a permit is taken iff at
 // least Quorum() = 4 nodes run.
 func TestRealServersSemaphoreEverySubsetOfStoppedNodes(t *testing.T) {
+	// Not parallel: its short node timeout is for a machine running one test at a time.
 	ss := redistest.StartN(t, 5)
 	nodes := make([]redis.UniversalClient, len(ss))
 	for i, s := range ss {
@@ -112,6 +115,7 @@ func TestRealServersSemaphoreEverySubsetOfStoppedNodes(t *testing.T) {
 
 // 8 readers and 2 writers on five real servers: readers overlap, a writer overlaps nobody.
 func TestRealServersRWMutexReadersShareWritersExclude(t *testing.T) {
+	t.Parallel()
 	_, _, c := realCluster(t, redlock.WithRetryDelay(time.Millisecond, 10*time.Millisecond))
 	rw, err := c.RWMutex("doc")
 	if err != nil {
@@ -235,6 +239,7 @@ func TestRealServersRWMutexWriterNotStarvedByReaders(t *testing.T) {
 
 // 8 goroutines LockAll random sets of 3 of 6 keys: no key is ever held twice, and all finish.
 func TestRealServersLockAllOverlappingSets(t *testing.T) {
+	t.Parallel()
 	_, _, c := realCluster(t, redlock.WithRetryDelay(time.Millisecond, 10*time.Millisecond))
 	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

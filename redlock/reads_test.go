@@ -88,6 +88,7 @@ func firstLeader(e *redlock.Election, d time.Duration) (redlock.Leader, error) {
 // the read before the others answered. With a second node stopped, a read still shows what the third holds, and names
 // each failure as it is.
 func TestReadsAnswerWithANodeKilled(t *testing.T) {
+	t.Parallel()
 	const timeout = 500 * time.Millisecond
 	ss, nodes, c := readServers(t, 3, timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -169,6 +170,7 @@ func TestReadsAnswerWithANodeKilled(t *testing.T) {
 // they count from when the read was sent, not from when the slowest node's answer came (here
 // two of five nodes are stopped, so every read waits the whole node timeout).
 func TestReadsNeverPromiseMoreThanTheNodesHold(t *testing.T) {
+	t.Parallel()
 	const ttl = 3 * time.Second
 	ss, _, c := readServers(t, 5, 500*time.Millisecond)
 	ss[3].Pause(t)

@@ -182,6 +182,7 @@ func TestStoredKeyValueAndTTL(t *testing.T) {
 }
 
 func TestTokensAreUnique(t *testing.T) {
+	t.Parallel()
 	_, c := cluster(t, 3)
 	seen := map[string]bool{}
 	for range 200 {
@@ -369,6 +370,7 @@ func TestCloseEndsWaitingLocks(t *testing.T) {
 // Many goroutines contend on one key and update a shared value that is not atomic: with the
 // lock, no two critical sections overlap and no update is lost.
 func TestMutualExclusion(t *testing.T) {
+	t.Parallel()
 	_, c := cluster(t, 5, redlock.WithRetryDelay(time.Millisecond, 3*time.Millisecond))
 	const workers, rounds = 16, 30
 	var inside atomic.Int32

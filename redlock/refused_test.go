@@ -15,6 +15,7 @@ import (
 // calls fail at once: an attempt that needs its answer is decided in a round trip of the
 // others, not a node timeout. When the node is back, it is used again.
 func TestRealServersKilledNodeFailsFast(t *testing.T) {
+	t.Parallel()
 	const nodeTimeout = time.Second
 	ss := redistest.StartN(t, 3)
 	c, err := redlock.New(redistest.Clients(t, redistest.Addrs(ss)...), redlock.WithNodeTimeout(nodeTimeout))

@@ -14,6 +14,7 @@ import (
 // the lock keeps moving. The longest time with no holder stays far below the ttl: a restart
 // costs the node, not the lock.
 func TestRealServersRestartsDoNotStallTheLock(t *testing.T) {
+	t.Parallel()
 	ss := redistest.StartN(t, 5, "--appendonly", "yes", "--appendfsync", "always")
 	addrs := redistest.Addrs(ss)
 	const ttl = 10 * time.Second

@@ -69,6 +69,7 @@ func TestSemaphoreAdmitsPermits(t *testing.T) {
 // Semaphore.Do and RWMutex.RDo keep their lock extended while fn runs past the ttl, and release
 // it when fn returns.
 func TestPrimitivesDoExtendWhileFnRuns(t *testing.T) {
+	t.Parallel()
 	_, c := cluster(t, 3)
 	ctx := context.Background()
 	sem := semaphore(t, c, "pool", 1)

@@ -67,6 +67,7 @@ func after(d time.Duration) func(context.Context) {
 // acquisition lands on node 3. A TryLock then needs 4 nodes with a free permit: with the
 // refused attempt's permits still on nodes 3 and 4 it finds 3.
 func TestTryLockAfterUnlockFindsThePermitFreed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ss := redistest.StartN(t, 5)
 	nodes := make([]driver.Node, 5)
@@ -135,6 +136,7 @@ func TestTryLockAfterUnlockFindsThePermitFreed(t *testing.T) {
 // roll-back there is slow; a's release on nodes 1 and 2 wakes the waiter. With a retry delay
 // of an hour, a waiter refused by its own leftover would sleep for it.
 func TestWaiterWokenBeforeItsRollbackLanded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	addrs := redistest.Addrs(redistest.StartN(t, 3))
 	gatedClient := func(opts ...redlock.Option) (*redlock.Client, []*gated) {

@@ -123,6 +123,7 @@ func TestRealServersReleaseSkipsWaitersThatAreGone(t *testing.T) {
 // attempt, extended, resumed by its token from another Client, and excluding TryLock until it
 // is released.
 func TestRealServersWokenWaiterHoldsAFullLock(t *testing.T) {
+	t.Parallel()
 	ss := redistest.StartN(t, 3)
 	addrs := redistest.Addrs(ss)
 	nodes := redistest.Clients(t, addrs...)
@@ -203,6 +204,7 @@ func TestRealServersWokenWaiterHoldsAFullLock(t *testing.T) {
 // A holder that crashed announces nothing: the first waiter in line tries again when the key
 // expires on a quorum of nodes, as their refusals said, not a retry delay (an hour) later.
 func TestRealServersFirstWaiterTakesAnExpiredKeyAtOnce(t *testing.T) {
+	t.Parallel()
 	addrs := redistest.Addrs(redistest.StartN(t, 3))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
