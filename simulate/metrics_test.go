@@ -19,6 +19,7 @@ import (
 // observer hook: while a majority of nodes is down no call returns and every client waits,
 // and the chart draws it.
 func TestMetricsOfACrash(t *testing.T) {
+	t.Parallel()
 	scs, err := simulate.Match("crash-majority")
 	if err != nil || len(scs) != 1 {
 		t.Fatal(scs, err)

@@ -56,6 +56,7 @@ var onOddSeeds = Scenario{
 // A run whose fault missed its window runs again with the next seed, and says so; the retries
 // are bounded, and a fault that never lands leaves the row not ok.
 func TestMissedWindowRetried(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		res := Run(context.Background(), onOddSeeds, Options{Seed: 2, Retries: 2, Stock: 12})
 		if !res.OK || res.Seed != 3 || len(res.Missed) != 1 || res.Missed[0].Seed != 2 ||

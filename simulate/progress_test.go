@@ -41,6 +41,7 @@ func TestNeedProgress(t *testing.T) {
 // Then the third node heals and the lock moves again: the run is safe, and only the progress
 // check can fail it.
 func TestProgressCheckCatchesAStall(t *testing.T) {
+	t.Parallel()
 	scs, err := Match("two-slow-nodes")
 	if err != nil || len(scs) != 1 {
 		t.Fatalf("Match(two-slow-nodes): %d scenarios, %v", len(scs), err)

@@ -153,6 +153,7 @@ func TestRealFailoverLosesWhatWasNotReplicated(t *testing.T) {
 }
 
 func TestRealLinkFaults(t *testing.T) {
+	// Not parallel: it counts every redis-server this process started.
 	_, l, rdb := realNode(t, false)
 	linkFaults(t, l, rdb)
 }

@@ -28,6 +28,7 @@ func withUser(t *testing.T, cl *redistest.Cluster) {
 // Nodes that are whole clusters, beside a plain server, in --nodes: exec and status work on a
 // key with a hash tag, and no password shows.
 func TestExecAndStatusOnClusterNodes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a, b := redistest.StartCluster(t, 1), redistest.StartCluster(t, 2)
 	withUser(t, a)
@@ -79,6 +80,7 @@ func TestExecAndStatusOnClusterNodes(t *testing.T) {
 // --cluster with --votes: the votes are keys on distinct masters, and status names each one's
 // master.
 func TestExecAndStatusOnVotes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	withUser(t, cl)

@@ -261,6 +261,7 @@ func TestExecPassesExitStatusAndReleases(t *testing.T) {
 // A command that runs for several ttls keeps the lock all along: exec extends it (the
 // library's KeepAlive), and the command still finds it held, under its own token, at the end.
 func TestExecKeepsTheLockPastItsTTL(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	script := fmt.Sprintf(`sleep 5; %s status --key k | grep -q "verdict: held on a quorum ([23]/3 nodes) by $(echo "$REDLOCK_TOKEN" | cut -c1-8)" || exit 99`, redlockBinary(t))
 	code, stdout, stderr := runCmd(t, []string{"REDLOCK_NODES=" + c.nodes}, "exec", "--key", "k", "--ttl", "2s", "--", "sh", "-c", script)
@@ -414,6 +415,7 @@ func TestExecLockLostKillsAfterGrace(t *testing.T) {
 // Two of three nodes stop answering (SIGSTOP): the lock cannot be extended, the command gets
 // SIGTERM and ends by itself within the grace period, with its own status.
 func TestExecLockLostToStoppedNodes(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	r := start(t, nil, "exec", "--nodes", c.nodes, "--key", "k", "--ttl", "1s", "--grace", "1m", "--node-timeout", "200ms", "--", "sh", "-c", termChild)
 	r.stdout.waitFor(t, "ready")
@@ -464,6 +466,7 @@ func TestExecWrongPassword(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	ctx := context.Background()
 	env := []string{"REDLOCK_NODES=" + c.nodes}

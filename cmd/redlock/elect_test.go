@@ -89,6 +89,7 @@ func (c *cluster) inLine(t *testing.T) bool {
 // as the first's command exits (the first resigns: the term is 2 minutes, and the test gives
 // the hand-over 1), with a larger REDLOCK_TERM. status --election shows the leader, then none.
 func TestElectOneLeaderAtATimeAndResignHandsOn(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	log := filepath.Join(t.TempDir(), "log")
 	a, doneA := candidate(t, c, log, "a", "--ttl", "2m")
@@ -131,6 +132,7 @@ func TestElectOneLeaderAtATimeAndResignHandsOn(t *testing.T) {
 // SIGKILL of the leader's elect: its command dies with it (guard, parent-death signal), and the
 // other candidate leads once the term's ttl (2 s) has run out; the test gives it 10 s.
 func TestElectLeaderKilledIsFollowedWithinItsTTL(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	log := filepath.Join(t.TempDir(), "log")
 	a, _ := candidate(t, c, log, "a", "--ttl", "2s")
@@ -292,6 +294,7 @@ func TestElectUsageErrors(t *testing.T) {
 // status --election: too few nodes answer, exit 1 and nothing on stdout; a bad name or both
 // --key and --election are usage errors.
 func TestStatusElectionUnknown(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	c.servers[0].Pause(t)
 	c.servers[1].Pause(t)

@@ -67,6 +67,7 @@ func TestExecExitsSoonAfterItsCommand(t *testing.T) {
 // elect, as exec, exits within 2 s of its command whatever the nodes do: two of three stop
 // while it leads, and the resignation must not wait for them (asserted: under 4 s).
 func TestElectExitsSoonAfterItsCommand(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	done := filepath.Join(t.TempDir(), "done")
 	script := `echo ready; while [ ! -e "$DONE" ]; do sleep 0.01; done; echo exiting`

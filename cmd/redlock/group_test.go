@@ -15,6 +15,7 @@ const groupWriter = `echo "leader $$"; (while :; do echo x >> "$OUT"; sleep 0.02
 // SIGKILL of redlock exec takes its command's whole process group along: the command and the
 // child that writes stop at once, and once another exec has the key nothing more is written.
 func TestExecKilledTakesItsCommandAlong(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	out := filepath.Join(t.TempDir(), "lines")
 	env := []string{"OUT=" + out}
@@ -57,6 +58,7 @@ func TestExecParentDeathSignal(t *testing.T) {
 // ignores SIGTERM is killed after --grace, and one that outlives a leader that obeyed SIGTERM
 // is killed when the leader exits.
 func TestExecLockLostSignalsTheGroup(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		leader string // the leader's TERM trap

@@ -70,6 +70,7 @@ var simulateSlowly = []string{"-stock", "12", "-scale", "0.2"}
 // Two runs in real time: the JSON lines carry the documented fields, the progress lines name
 // each run's seed, and the timeline and the metrics chart are SVGs.
 func TestSimulateJSONAndTimeline(t *testing.T) {
+	t.Parallel()
 	svg, chart := filepath.Join(t.TempDir(), "run.svg"), filepath.Join(t.TempDir(), "metrics.svg")
 	args := append([]string{"simulate", "-scenario", "no-faults", "-seed", "3", "-runs", "2", "-json", "-timeline", svg, "-metrics", chart}, simulateSlowly...)
 	code, stdout, stderr := runCLI(t, args...)

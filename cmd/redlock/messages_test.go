@@ -182,6 +182,7 @@ func TestExecNodeFailurePrintedOnce(t *testing.T) {
 // rediss:// to servers that speak plain Redis: the TLS handshake can never succeed, which is a
 // TLS failure (77, as documented) naming each node, not a lock that was not acquired (75).
 func TestExecTLSToAPlainServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	nodes := strings.ReplaceAll(c.nodes, "redis://", "rediss://")
 	code, stdout, stderr := runCmd(t, nil, "exec", "--nodes", nodes, "--key", "k", "--wait", "10s", "--", "echo", "ran")

@@ -69,6 +69,7 @@ func (c *cluster) lead(t *testing.T, value string) *redlock.Term {
 // With one node of three killed (connection refused: its errors come at once), status of a
 // key and of an election answer from the other two every time.
 func TestStatusWithANodeKilled(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	term, dead := c.holdAll(t)
 	c.servers[dead].Kill()
@@ -93,6 +94,7 @@ func TestStatusWithANodeKilled(t *testing.T) {
 // status --election names each node as it is when too few answered: the credentials a node
 // refused, a connection refused, a stopped node's silence, and the nodes that answered.
 func TestStatusElectionNamesEachNode(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	term, refuses := c.holdAll(t)
 	killed, healthy := (refuses+1)%3, (refuses+2)%3
@@ -145,6 +147,7 @@ var heldRow = regexp.MustCompile(`(?m)^[0-9]+ .* held `)
 // status shows the owner that exec --owner stored, in the table and in -json, and none when
 // exec stored none.
 func TestStatusShowsTheOwner(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	for _, owner := range []string{"deploy bot", ""} {
 		done := filepath.Join(t.TempDir(), "done")

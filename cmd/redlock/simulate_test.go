@@ -21,6 +21,7 @@ func TestSimulateRealMissingServer(t *testing.T) {
 
 // One run on real servers: its JSON line names the backend, and no server is left running.
 func TestSimulateReal(t *testing.T) {
+	// Not parallel: it counts every redis-server this process started.
 	redistest.Require(t)
 	code, stdout, stderr := runCLI(t, "simulate", "-backend", "real", "-scenario", "no-faults", "-seed", "3", "-json")
 	if code != 0 {
@@ -41,6 +42,7 @@ func TestSimulateReal(t *testing.T) {
 // Interrupted (as by Ctrl-C) in the middle of runs on real servers, the command stops them all
 // and says so.
 func TestSimulateRealInterrupted(t *testing.T) {
+	// Not parallel: it counts every redis-server this process started.
 	redistest.Require(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut bytes.Buffer
