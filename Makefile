@@ -6,7 +6,7 @@ GOFILES = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 MODULES = . redlockotel redlockrueidis redlockvalkey redlockgocron redlockfence examples/seckill internal/mixednodes bench
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help deps test catalog vet lint cover simulate simulate-real bench bench-check bench-report
+.PHONY: help deps test test-modules test-catalog-real catalog vet lint cover simulate simulate-real bench bench-check bench-report
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -14,8 +14,11 @@ help: ## list the targets
 deps: ## install what the tests need (redis-server, faketime, postgresql) with apt-get when missing and run as root; otherwise say what to run
 	./.ci/deps
 
-test: deps vet bench-check ## the packages the tests need (make deps), vet, gofmt, every test with -race (the adapter modules', redlockotel's and redlockgocron's too; the simulator's whole catalog among them), then the catalog's rows on real servers; about 7 minutes on 2 idle cores
+test: deps vet bench-check ## the packages the tests need (make deps), vet, gofmt, every test with -race (the adapter modules', redlockotel's and redlockgocron's too; the simulator's whole catalog among them), then the catalog's rows on real servers; about 6 minutes on 2 idle cores
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -short -count=1 ./...
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-modules test-catalog-real
+
+test-modules: ## the tests of the modules beside the main one, one after another, with -race
 	cd redlockotel && $(GO) test -race -count=1 ./...
 	cd redlockrueidis && REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
 	cd redlockvalkey && REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
@@ -23,6 +26,8 @@ test: deps vet bench-check ## the packages the tests need (make deps), vet, gofm
 	cd redlockgocron && REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
 	cd redlockfence && REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
 	cd examples/seckill && REDLOCK_REQUIRE_REDIS=1 $(GO) test -race -count=1 ./...
+
+test-catalog-real: ## the simulator's catalog rows on real redis-server processes
 	REDLOCK_REQUIRE_REDIS=1 $(GO) test -count=1 -run '^TestCatalogReal$$' ./simulate
 
 catalog: ## the simulator's catalog at full length, without -race: every safe row over 2,000 critical sections (or its own count), three seeds each (~5 min on 2 cores)
