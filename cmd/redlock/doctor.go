@@ -42,49 +42,39 @@ Exit status:
 // A doctorRun is one run of redlock doctor.
 type doctorRun struct {
 	nodeFlags
-	d    time.Duration
-	json bool
+	nodes []node // the nodes the flags name
+	d     time.Duration
+	json  bool
 }
 
-// flagSet returns the flags of redlock doctor, set into dr when parsed; its output is
-// discarded (see commandLineError).
+// flagSet returns the flags of redlock doctor (see newFlagSet), set into dr when parsed.
 func (dr *doctorRun) flagSet() *flag.FlagSet {
-	fs := flag.NewFlagSet("redlock doctor", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("redlock doctor", doctorUsage)
 	dr.register(fs)
 	fs.DurationVar(&dr.d, "for", 3*time.Second, "how long to read the nodes: their clocks' rates and their round trips are sampled over it")
 	fs.BoolVar(&dr.json, "json", false, "print one JSON object a finding, a line each")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), doctorUsage)
-		fs.PrintDefaults()
-	}
 	return fs
 }
 
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var dr doctorRun
-	fs := dr.flagSet()
-	nodes, err := dr.parseArgs(fs, args)
-	if err != nil {
-		return commandLineError(fs, err, stdout, stderr)
+	if code, done := parseCommandLine(&dr, args, stdout, stderr); done {
+		return code
 	}
-	cs := clients(nodes)
-	defer closeClients(cs)
-	return dr.run(ctx, nodes, cs, stdout, stderr)
+	return dr.run(ctx, stdout, stderr)
 }
 
-// parseArgs parses args with fs into dr and returns the nodes they name.
-func (dr *doctorRun) parseArgs(fs *flag.FlagSet, args []string) ([]node, error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
+// checkArgs checks the flags and reads the nodes (see subcommand).
+func (dr *doctorRun) checkArgs(fs *flag.FlagSet) error {
 	switch {
 	case fs.NArg() > 0:
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	case dr.d <= 0:
-		return nil, fmt.Errorf("--for %v must be positive", dr.d)
+		return fmt.Errorf("--for %v must be positive", dr.d)
 	}
-	return dr.parse()
+	var err error
+	dr.nodes, err = dr.parse()
+	return err
 }
 
 // run checks the nodes, prints the findings and returns the exit status. With --nodes, a PING
@@ -92,7 +82,9 @@ func (dr *doctorRun) parseArgs(fs *flag.FlagSet, args []string) ([]node, error) 
 // fails apart, and it waits for a node no longer than Check does (the node timeout, twice for
 // a TLS node that fails), so that the command keeps Check's bound. With --cluster, it comes
 // first: the votes cannot be placed on a cluster that refuses the credentials.
-func (dr *doctorRun) run(ctx context.Context, nodes []node, cs []redis.UniversalClient, stdout, stderr io.Writer) int {
+func (dr *doctorRun) run(ctx context.Context, stdout, stderr io.Writer) int {
+	nodes, cs := dr.nodes, clients(dr.nodes)
+	defer closeClients(cs)
 	if dr.cluster != "" {
 		pinged := ping(ctx, cs, nodes, dr.nodeTimeout)
 		if noPerm(pinged) {

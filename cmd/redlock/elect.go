@@ -53,29 +53,20 @@ type electing struct {
 	json     bool
 }
 
-// flagSet returns the flags of redlock elect, set into el when parsed; its output is discarded
-// (see commandLineError).
+// flagSet returns the flags of redlock elect (see newFlagSet), set into el when parsed.
 func (el *electing) flagSet() *flag.FlagSet {
-	fs := flag.NewFlagSet("redlock elect", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("redlock elect", electUsage)
 	fs.StringVar(&el.election, "name", "", "the election's `name` (required)")
 	fs.StringVar(&el.value, "value", "", "the leader's `value` while this candidate leads: an address, a host name (required unless --observe)")
 	el.registerRun(fs, "term")
 	fs.Lookup("wait").Usage = "how long to campaign before giving up with exit 75; without --wait, until elected; 0 makes one attempt"
 	fs.BoolVar(&el.observe, "observe", false, "run no command: print the leader now and at every change, until interrupted")
 	fs.BoolVar(&el.json, "json", false, "with --observe, print each state as a JSON object")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), electUsage)
-		fs.PrintDefaults()
-	}
 	return fs
 }
 
-// parseArgs parses args with fs into el, checks them and reads the nodes.
-func (el *electing) parseArgs(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+// checkArgs checks the flags and the command, and reads the nodes (see subcommand).
+func (el *electing) checkArgs(fs *flag.FlagSet) error {
 	if err := checkName("--name", el.election); err != nil {
 		return err
 	}
@@ -125,9 +116,8 @@ func (el *electing) parseObserve(fs *flag.FlagSet) error {
 
 func runElect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	el := &electing{runner: runner{name: "redlock elect", stdout: stdout, stderr: stderr}}
-	fs := el.flagSet()
-	if err := el.parseArgs(fs, args); err != nil {
-		return commandLineError(fs, err, stdout, stderr)
+	if code, done := parseCommandLine(el, args, stdout, stderr); done {
+		return code
 	}
 	if el.observe {
 		return el.watch(ctx)

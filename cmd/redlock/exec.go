@@ -70,27 +70,18 @@ type execution struct {
 	owner string // stored with the lock's token, "" for none
 }
 
-// flagSet returns the flags of redlock exec, set into e when parsed; its output is discarded
-// (see commandLineError).
+// flagSet returns the flags of redlock exec (see newFlagSet), set into e when parsed.
 func (e *execution) flagSet() *flag.FlagSet {
-	fs := flag.NewFlagSet("redlock exec", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("redlock exec", execUsage)
 	registerKey(fs, &e.key)
 	e.registerRun(fs, "lock")
 	fs.BoolVar(&e.fence, "fence", false, "acquire with a fencing token (one more round trip) and give it to the command in $REDLOCK_FENCE")
 	fs.StringVar(&e.owner, "owner", defaultOwner(), "who holds the lock, stored with it for redlock status to show: 1 to 128 bytes of printable text without a comma, \"\" for none")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), execUsage)
-		fs.PrintDefaults()
-	}
 	return fs
 }
 
-// parseArgs parses args with fs into e, checks them and reads the nodes.
-func (e *execution) parseArgs(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+// checkArgs checks the flags and the command, and reads the nodes (see subcommand).
+func (e *execution) checkArgs(fs *flag.FlagSet) error {
 	if err := checkName("--key", e.key); err != nil {
 		return err
 	}
@@ -107,9 +98,8 @@ func (e *execution) parseArgs(fs *flag.FlagSet, args []string) error {
 
 func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &execution{runner: runner{name: "redlock exec", stdout: stdout, stderr: stderr}}
-	fs := e.flagSet()
-	if err := e.parseArgs(fs, args); err != nil {
-		return commandLineError(fs, err, stdout, stderr)
+	if code, done := parseCommandLine(e, args, stdout, stderr); done {
+		return code
 	}
 	return e.run(ctx)
 }

@@ -7,8 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -61,24 +59,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return usageError(stderr, "redlock", fmt.Errorf("unknown command %q", args[0]))
 	}
-}
-
-// usageError tells that the command line of cmd ("redlock exec") is wrong in two lines, the
-// error and where the usage is, so that the error does not scroll away behind the usage.
-func usageError(stderr io.Writer, cmd string, err error) int {
-	fmt.Fprintf(stderr, "%s: %v\nrun '%s -h' for usage\n", cmd, err, cmd)
-	return exitUsage
-}
-
-// commandLineError ends a subcommand whose command line fs (made with its output discarded)
-// refused with err: -h prints the usage on stdout, anything else is a usageError.
-func commandLineError(fs *flag.FlagSet, err error, stdout, stderr io.Writer) int {
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return 0
-	}
-	return usageError(stderr, fs.Name(), err)
 }
 
 // count writes n and noun, in the plural unless n is 1: "1 node", "3 nodes".

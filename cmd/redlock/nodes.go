@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
-	"errors"
-	"flag"
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/quorumlock/redlock/internal/keyslot"
-	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/redlock"
 	"github.com/quorumlock/redlock/redlock/driver"
 	"github.com/quorumlock/redlock/redlock/goredisnode"
@@ -30,104 +24,6 @@ type node struct {
 	cluster *redis.ClusterOptions // instead of opts, for a cluster
 	tag     string                // a vote's hash tag, "{t}", before every key of the lock
 	master  string                // a vote's master, as the cluster said when it was read
-}
-
-// nodeFlags are the flags every subcommand that talks to the nodes shares.
-type nodeFlags struct {
-	nodes       string
-	cluster     string
-	votes       int
-	prefix      string
-	nodeTimeout time.Duration
-	caFile      string
-}
-
-func (f *nodeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.nodes, "nodes", "", "comma-separated `URLs` of the independent Redis masters, "+
-		"redis://[user:password@]host:port[/db] or rediss://... for TLS, or of whole Redis Clusters, "+
-		"redis+cluster://[user:password@]host:port[?addr=host:port&addr=...] or rediss+cluster://... (default $REDLOCK_NODES)")
-	fs.StringVar(&f.cluster, "cluster", "", "instead of --nodes, the `URL` of one Redis Cluster whose masters give the votes, "+
-		"redis+cluster://... or rediss+cluster://... (needs --votes)")
-	fs.IntVar(&f.votes, "votes", 0, "with --cluster, how many `votes`: independent keys on as many distinct masters")
-	fs.StringVar(&f.prefix, "prefix", "", "a `prefix` put before the key on the nodes")
-	fs.DurationVar(&f.nodeTimeout, "node-timeout", 500*time.Millisecond, "how long one call waits for one node")
-	fs.StringVar(&f.caFile, "cacert", "", "a PEM `file` of CA certificates to verify rediss:// nodes with, instead of the system's")
-}
-
-// registerKey adds --key, the lock's name, set into key.
-func registerKey(fs *flag.FlagSet, key *string) {
-	fs.StringVar(key, "key", "", "the lock's `name` (required)")
-}
-
-// checkName checks the name that flag gives (--key, --name), as the library would, before any
-// node is asked.
-func checkName(flag, name string) error {
-	if name == "" {
-		return fmt.Errorf("%s is required", flag)
-	}
-	if err := wire.CheckKey(name); err != nil {
-		return fmt.Errorf("%s: %v", flag, err)
-	}
-	return nil
-}
-
-// parse checks the flags and returns the nodes they name.
-func (f *nodeFlags) parse() ([]node, error) {
-	// What the library would refuse, refused before any node is asked.
-	if _, err := wire.NewNames(f.prefix); err != nil {
-		return nil, fmt.Errorf("--prefix: %v", err)
-	}
-	if f.nodeTimeout <= 0 {
-		return nil, fmt.Errorf("--node-timeout %v must be positive", f.nodeTimeout)
-	}
-	spec := f.nodes
-	switch {
-	case f.cluster != "" && f.nodes != "":
-		return nil, errors.New("give --nodes or --cluster, not both")
-	case f.cluster != "" && f.votes < 1:
-		return nil, fmt.Errorf("--cluster needs --votes, at least 1 (got %d)", f.votes)
-	case f.cluster == "" && f.votes != 0:
-		return nil, errors.New("--votes goes with --cluster")
-	case f.cluster != "":
-		spec = f.cluster
-	case spec == "":
-		spec = os.Getenv("REDLOCK_NODES")
-	}
-	if spec == "" {
-		return nil, errors.New("no nodes: give --nodes or set REDLOCK_NODES")
-	}
-	nodes, err := parseNodes(spec)
-	if err == nil && f.cluster != "" && (len(nodes) != 1 || nodes[0].cluster == nil) {
-		err = errors.New("--cluster takes one redis+cluster:// or rediss+cluster:// URL")
-	}
-	if err != nil || f.caFile == "" {
-		return nodes, err
-	}
-	if err := f.trust(nodes); err != nil {
-		return nil, err
-	}
-	return nodes, nil
-}
-
-// trust makes the TLS nodes verify their servers against the CA certificates of --cacert.
-func (f *nodeFlags) trust(nodes []node) error {
-	pem, err := os.ReadFile(f.caFile)
-	if err != nil {
-		return fmt.Errorf("--cacert: %v", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return fmt.Errorf("--cacert: no PEM certificate in %s", f.caFile)
-	}
-	for _, n := range nodes {
-		if n.opts != nil && n.opts.TLSConfig != nil {
-			n.opts.TLSConfig.RootCAs = pool
-		}
-		if n.cluster != nil && n.cluster.TLSConfig != nil {
-			n.cluster.TLSConfig.RootCAs = pool
-		}
-	}
-	return nil
 }
 
 // parseNodes reads a comma-separated list of redis://, rediss://, redis+cluster:// or

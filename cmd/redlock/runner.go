@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -36,49 +34,6 @@ type runner struct {
 	sigs           chan os.Signal // the signals caught, to pass on to the command
 	reported       []bool         // by node: its failure was reported already
 	mu             sync.Mutex     // one message at a time on stderr (see finish)
-}
-
-// registerRun adds the flags that say how to run the command under what ("lock", "term").
-func (r *runner) registerRun(fs *flag.FlagSet, what string) {
-	r.register(fs)
-	fs.DurationVar(&r.ttl, "ttl", 10*time.Second, "the "+what+"'s time to live; it is extended by as much whenever a third of it is left")
-	fs.DurationVar(&r.wait, "wait", 0, "how long to wait for the "+what+"; 0 makes one attempt")
-	fs.DurationVar(&r.grace, "grace", 10*time.Second, "after the "+what+" is lost, how long the command has between SIGTERM and SIGKILL")
-	fs.BoolVar(&r.verbose, "verbose", false, "report on stderr when the "+what+" is taken, lost and given back")
-}
-
-// parseRun checks the flags of registerRun and the command line left after fs parsed it, and
-// reads the nodes.
-func (r *runner) parseRun(fs *flag.FlagSet) error {
-	nodes, err := r.parse()
-	switch {
-	case err != nil:
-		return err
-	case fs.NArg() == 0:
-		return errors.New("no command to run (put it after --)")
-	}
-	if err := checkTTL(r.ttl); err != nil {
-		return err
-	}
-	switch {
-	case r.wait < 0:
-		return fmt.Errorf("--wait %v must not be negative", r.wait)
-	case r.grace < 0:
-		return fmt.Errorf("--grace %v must not be negative", r.grace)
-	}
-	r.nodes, r.argv = nodes, fs.Args()
-	return nil
-}
-
-// checkTTL refuses a --ttl that no lock may have, as the library would, before any node is asked.
-func checkTTL(ttl time.Duration) error {
-	switch d := clock.Drift(ttl, driftFactor); {
-	case ttl <= 0 || ttl%time.Millisecond != 0:
-		return fmt.Errorf("--ttl %v must be a positive whole number of milliseconds", ttl)
-	case ttl <= d:
-		return fmt.Errorf("--ttl %v must be longer than the clock drift it allows for, %v", ttl, d)
-	}
-	return nil
 }
 
 // errorf tells the user on stderr.

@@ -61,41 +61,33 @@ const (
 // statusConfig is what the command line asks redlock status to show.
 type statusConfig struct {
 	nodeFlags
+	nodes    []node // the flags name
 	key      string
 	election string
 	ttl      time.Duration // the election's
 	json     bool
 }
 
-// flagSet returns the flags of redlock status, set into s when parsed; its output is discarded
-// (see commandLineError).
+// flagSet returns the flags of redlock status (see newFlagSet), set into s when parsed.
 func (s *statusConfig) flagSet() *flag.FlagSet {
-	fs := flag.NewFlagSet("redlock status", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("redlock status", statusUsage)
 	s.register(fs)
 	registerKey(fs, &s.key)
 	fs.StringVar(&s.election, "election", "", "instead of --key, the `name` of an election: show its leader")
 	fs.DurationVar(&s.ttl, "ttl", 10*time.Second, "with --election, the ttl its candidates campaign with: the time left allows for its clock drift")
 	fs.BoolVar(&s.json, "json", false, "print the status as JSON")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), statusUsage)
-		fs.PrintDefaults()
-	}
 	return fs
 }
 
-// parseArgs parses args with fs into s and returns the nodes they name.
-func (s *statusConfig) parseArgs(fs *flag.FlagSet, args []string) ([]node, error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
+// checkArgs checks the flags and reads the nodes (see subcommand).
+func (s *statusConfig) checkArgs(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
 	switch {
 	case s.key != "" && s.election != "":
-		return nil, errors.New("give --key or --election, not both")
+		return errors.New("give --key or --election, not both")
 	case s.election != "":
 		err = checkName("--election", s.election)
 		if err == nil {
@@ -105,25 +97,24 @@ func (s *statusConfig) parseArgs(fs *flag.FlagSet, args []string) ([]node, error
 		err = checkName("--key", s.key)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return s.parse()
+	s.nodes, err = s.parse()
+	return err
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var s statusConfig
-	fs := s.flagSet()
-	nodes, err := s.parseArgs(fs, args)
-	if err != nil {
-		return commandLineError(fs, err, stdout, stderr)
+	if code, done := parseCommandLine(&s, args, stdout, stderr); done {
+		return code
 	}
-	cs := clients(nodes)
+	cs := clients(s.nodes)
 	defer closeClients(cs)
 	defer s.diagnose(ctx, cs, stderr) // after the status, and before the clients close
 	if s.election != "" {
-		return s.showLeader(ctx, nodes, cs, stdout, stderr)
+		return s.showLeader(ctx, s.nodes, cs, stdout, stderr)
 	}
-	return s.showKey(ctx, nodes, cs, stdout, stderr)
+	return s.showKey(ctx, s.nodes, cs, stdout, stderr)
 }
 
 // showKey prints the state of --key on every node and the verdict, and returns the exit status.
