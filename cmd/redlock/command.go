@@ -25,13 +25,13 @@ func (c *child) signal(sig syscall.Signal) {
 	syscall.Kill(-c.pgid, sig)
 }
 
-// runCommand runs the command with env, its environment, until it ends, and returns its exit
-// status. When lost closes (the lock or the term is lost), it calls onLoss, which says so, and
-// ends the command's process group (see supervise).
-func (r *runner) runCommand(env []string, lost <-chan struct{}, onLoss func()) int {
+// runCommand runs the command, in this process's environment with vars (see childEnv), until
+// it ends, and returns its exit status. When lost closes (the lock or the term is lost), it
+// calls onLoss, which says so, and ends the command's process group (see supervise).
+func (r *runner) runCommand(lost <-chan struct{}, onLoss func(), vars ...envVar) int {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, r.stdout, r.stderr
-	cmd.Env = env
+	cmd.Env = childEnv(os.Environ(), vars...)
 	tty := openTerminal()
 	defer tty.close()
 	g, err := startGuard()

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/wire"
@@ -126,25 +124,19 @@ func runElect(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func (el *electing) run(ctx context.Context) int {
-	defer el.catchSignals()()
-	cs := clients(el.nodes)
-	locker, code := el.connect(ctx, cs)
-	var term *redlock.Term
-	if locker != nil {
-		if term, code = el.campaign(ctx, locker); term != nil {
-			env := childEnv(os.Environ(), envVar{"REDLOCK_TERM", fenceVar(term.Term())})
-			code = el.runCommand(env, term.Lost(), func() {
-				// Term has no Err: the reason of the loss is not known here.
-				el.errorf("term %d of %q lost; sending SIGTERM, SIGKILL in %v", term.Term(), el.election, el.grace)
-			})
+	return el.connected(ctx, nil, func(locker *redlock.Client) (int, func(context.Context)) {
+		term, code := el.campaign(ctx, locker)
+		if term == nil {
+			return code, nil
 		}
-	}
-	var resign func(context.Context)
-	if term != nil {
-		resign = func(ctx context.Context) { el.resign(ctx, term) }
-	}
-	el.finish(ctx, resign, locker, cs)
-	return code
+		code = el.runCommand(term.Lost(), func() {
+			// Term has no Err: the reason of the loss is not known here.
+			el.errorf("term %d of %q lost; sending SIGTERM, SIGKILL in %v", term.Term(), el.election, el.grace)
+		}, envVar{"REDLOCK_TERM", fenceVar(term.Term())})
+		return code, func(ctx context.Context) {
+			el.gaveBack("resign", term.Resign(ctx), fmt.Sprintf("resigned from %q", el.election))
+		}
+	})
 }
 
 // campaign campaigns until it leads, or returns nil and the exit status.
@@ -163,13 +155,10 @@ func (el *electing) campaign(ctx context.Context, locker *redlock.Client) (*redl
 	try := func(ctx context.Context) (*redlock.Term, error) { return e.TryCampaign(ctx, el.value) }
 	wait := func(ctx context.Context) (*redlock.Term, error) { return e.Campaign(ctx, el.value) }
 	resign := func(ctx context.Context, t *redlock.Term) { t.Resign(ctx) }
-	term, sig, err := take(ctx, el.wait, el.sigs, try, wait, resign)
-	switch {
-	case sig != nil:
-		el.errorf("%v while campaigning", sig)
-		return nil, signalStatus(sig)
-	case err != nil:
-		return nil, el.notElected(ctx, e, err)
+	notElected := func(err error) int { return el.notElected(ctx, e, err) }
+	term, code := take(ctx, &el.runner, "campaigning", try, wait, resign, notElected)
+	if term == nil {
+		return nil, code
 	}
 	el.logf("leading %q with %q in term %d, valid for %v", el.election, el.value, term.Term(), time.Until(term.Until()).Round(time.Millisecond))
 	return term, 0
@@ -186,18 +175,5 @@ func (el *electing) notElected(ctx context.Context, e *redlock.Election, err err
 	} else {
 		el.errorf("not elected in %q%s", el.election, within)
 	}
-	el.whyNot(err)
-	if errors.Is(err, redlock.ErrNotAcquired) {
-		return exitTempFail
-	}
-	return exitSoftware
-}
-
-// resign ends the term, whatever ended the command.
-func (el *electing) resign(ctx context.Context, term *redlock.Term) {
-	if err := term.Resign(ctx); err != nil {
-		el.logf("resign: %s", strings.Join(describe(err, el.nodes), "; "))
-	} else {
-		el.logf("resigned from %q", el.election)
-	}
+	return el.whyNot(err)
 }

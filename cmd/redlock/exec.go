@@ -2,35 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/quorumlock/redlock/redlock"
 )
-
-// Exit statuses of redlock exec and elect besides the command's own (sysexits.h where one fits).
-const (
-	exitUsage    = 2   // bad flags, URLs or command line
-	exitSoftware = 70  // EX_SOFTWARE: redlock itself failed (an error the library does not document)
-	exitTempFail = 75  // EX_TEMPFAIL: the lock was not acquired within --wait, or the cluster did not answer
-	exitNoPerm   = 77  // EX_NOPERM: so many nodes refused the credentials or failed TLS that no quorum is possible
-	exitNoExec   = 126 // the command was found but could not be run, as in sh
-	exitNotFound = 127 // the command was not found, as in sh
-)
-
-// driftFactor is the clock drift (a fraction of the ttl) that exec's locks and elect's terms
-// allow for: the library's default, given to it explicitly so that --ttl is checked against the
-// same allowance before any node is asked.
-const driftFactor = 0.01
-
-// forwarded are the signals redlock exec and elect pass on to the command.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 const execUsage = `usage: redlock exec (--nodes URL,URL,... | --cluster URL --votes N) --key NAME [flags] -- COMMAND [ARG...]
 
@@ -105,8 +84,6 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func (e *execution) run(ctx context.Context) int {
-	defer e.catchSignals()()
-	cs := clients(e.nodes)
 	var opts []redlock.Option
 	if e.fence {
 		opts = append(opts, redlock.WithFencing())
@@ -114,20 +91,17 @@ func (e *execution) run(ctx context.Context) int {
 	if e.owner != "" {
 		opts = append(opts, redlock.WithOwner(e.owner))
 	}
-	locker, code := e.connect(ctx, cs, opts...)
-	var lock *redlock.Lock
-	if locker != nil {
-		if lock, code = e.acquire(ctx, locker); lock != nil {
-			env := childEnv(os.Environ(), envVar{"REDLOCK_TOKEN", lock.Token()}, envVar{"REDLOCK_FENCE", fenceVar(lock.Fence())})
-			code = e.runCommand(env, lock.Lost(), func() { e.reportLoss(lock.Err()) })
+	return e.connected(ctx, opts, func(locker *redlock.Client) (int, func(context.Context)) {
+		lock, code := e.acquire(ctx, locker)
+		if lock == nil {
+			return code, nil
 		}
-	}
-	var release func(context.Context)
-	if lock != nil {
-		release = func(ctx context.Context) { e.release(ctx, lock) }
-	}
-	e.finish(ctx, release, locker, cs)
-	return code
+		code = e.runCommand(lock.Lost(), func() { e.reportLoss(lock.Err()) },
+			envVar{"REDLOCK_TOKEN", lock.Token()}, envVar{"REDLOCK_FENCE", fenceVar(lock.Fence())})
+		return code, func(ctx context.Context) {
+			e.gaveBack("release", lock.Unlock(ctx), fmt.Sprintf("released %q", e.key))
+		}
+	})
 }
 
 // acquire takes the lock, or returns nil and the exit status.
@@ -138,13 +112,9 @@ func (e *execution) acquire(ctx context.Context, locker *redlock.Client) (*redlo
 	try := func(ctx context.Context) (*redlock.Lock, error) { return locker.TryLock(ctx, e.key, e.ttl) }
 	wait := func(ctx context.Context) (*redlock.Lock, error) { return locker.Lock(ctx, e.key, e.ttl) }
 	unlock := func(ctx context.Context, l *redlock.Lock) { l.Unlock(ctx) }
-	lock, sig, err := take(ctx, e.wait, e.sigs, try, wait, unlock)
-	switch {
-	case sig != nil:
-		e.errorf("%v while waiting for the lock", sig)
-		return nil, signalStatus(sig)
-	case err != nil:
-		return nil, e.notAcquired(err)
+	lock, code := take(ctx, &e.runner, "waiting for the lock", try, wait, unlock, e.notAcquired)
+	if lock == nil {
+		return nil, code
 	}
 	// The library keeps the lock from now until Unlock (see finish): a loss closes lock.Lost,
 	// and lock.Err says why. KeepAlive fails only for a lock that ended already, whose Lost is
@@ -164,20 +134,7 @@ func (e *execution) notAcquired(err error) int {
 	} else {
 		e.errorf("lock %q not acquired", e.key)
 	}
-	e.whyNot(err)
-	if errors.Is(err, redlock.ErrNotAcquired) {
-		return exitTempFail
-	}
-	return exitSoftware
-}
-
-// release gives the lock back, whatever ended the command.
-func (e *execution) release(ctx context.Context, lock *redlock.Lock) {
-	if err := lock.Unlock(ctx); err != nil {
-		e.logf("release: %s", strings.Join(describe(err, e.nodes), "; "))
-	} else {
-		e.logf("released %q", e.key)
-	}
+	return e.whyNot(err)
 }
 
 // reportLoss says that the lock was lost, and why (Lock.Err).

@@ -13,35 +13,29 @@ import (
 // watch is redlock elect --observe: it prints the election's leader now and at every change
 // until a signal comes, and returns the exit status.
 func (el *electing) watch(ctx context.Context) int {
-	defer el.catchSignals()()
-	cs := clients(el.nodes)
-	locker, code := el.connect(ctx, cs)
-	if locker == nil {
-		el.finish(ctx, nil, nil, cs)
-		return code
-	}
-	defer el.finish(ctx, nil, locker, cs)
-	e, err := locker.Election(el.election, el.ttl)
-	if err != nil { // the flags were checked: nothing Election refuses is left
-		el.errorf("%v", err)
-		return exitSoftware
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	changes := e.Observe(ctx)
-	for {
-		select {
-		case l, ok := <-changes:
-			if !ok { // the Client closed under it
-				el.errorf("the observation ended")
-				return exitSoftware
-			}
-			el.print(l)
-		case s := <-el.sigs:
-			el.logf("%v: done", s)
-			return 0
+	return el.connected(ctx, nil, func(locker *redlock.Client) (int, func(context.Context)) {
+		e, err := locker.Election(el.election, el.ttl)
+		if err != nil { // the flags were checked: nothing Election refuses is left
+			el.errorf("%v", err)
+			return exitSoftware, nil
 		}
-	}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		changes := e.Observe(ctx)
+		for {
+			select {
+			case l, ok := <-changes:
+				if !ok { // the Client closed under it
+					el.errorf("the observation ended")
+					return exitSoftware, nil
+				}
+				el.print(l)
+			case s := <-el.sigs:
+				el.logf("%v: done", s)
+				return 0, nil
+			}
+		}
+	})
 }
 
 // print writes l on stdout, as JSON with -json.

@@ -18,6 +18,24 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
+// Exit statuses of redlock exec and elect besides the command's own (sysexits.h where one fits).
+const (
+	exitUsage    = 2   // bad flags, URLs or command line
+	exitSoftware = 70  // EX_SOFTWARE: redlock itself failed (an error the library does not document)
+	exitTempFail = 75  // EX_TEMPFAIL: the lock was not acquired within --wait, or the cluster did not answer
+	exitNoPerm   = 77  // EX_NOPERM: so many nodes refused the credentials or failed TLS that no quorum is possible
+	exitNoExec   = 126 // the command was found but could not be run, as in sh
+	exitNotFound = 127 // the command was not found, as in sh
+)
+
+// driftFactor is the clock drift (a fraction of the ttl) that exec's locks and elect's terms
+// allow for: the library's default, given to it explicitly so that --ttl is checked against the
+// same allowance before any node is asked.
+const driftFactor = 0.01
+
+// forwarded are the signals redlock exec and elect pass on to the command.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
 // A runner is what redlock exec and redlock elect share: the nodes, how to run COMMAND under
 // a lock or a term (--ttl, --wait, --grace), the signals caught, and the messages.
 type runner struct {
@@ -56,6 +74,32 @@ func (r *runner) catchSignals() (stop func()) {
 	r.sigs = make(chan os.Signal, 8)
 	signal.Notify(r.sigs, forwarded...)
 	return func() { signal.Stop(r.sigs) }
+}
+
+// connected runs f with a Client over the nodes (see connect, made with opts), catching the
+// signals to pass on meanwhile; then it gives back what f took, with the giveBack f returns
+// (nil for nothing), and closes the Client (see finish). It returns f's exit status, or
+// connect's when there is no Client.
+func (r *runner) connected(ctx context.Context, opts []redlock.Option, f func(*redlock.Client) (code int, giveBack func(context.Context))) int {
+	defer r.catchSignals()()
+	cs := clients(r.nodes)
+	locker, code := r.connect(ctx, cs, opts...)
+	var giveBack func(context.Context)
+	if locker != nil {
+		code, giveBack = f(locker)
+	}
+	r.finish(ctx, giveBack, locker, cs)
+	return code
+}
+
+// gaveBack reports with --verbose how giving the lock or the term back ended: done, or what op
+// ("release", "resign") met on the nodes, err's lines (see describe).
+func (r *runner) gaveBack(op string, err error, done string) {
+	if err != nil {
+		r.logf("%s: %s", op, strings.Join(describe(err, r.nodes), "; "))
+	} else {
+		r.logf("%s", done)
+	}
 }
 
 // exitBudget bounds what a runner does once its command has ended (give the lock or the term
@@ -142,12 +186,14 @@ func (r *runner) preflight(ctx context.Context, cs []redis.UniversalClient) bool
 	return true
 }
 
-// take gets what once (one attempt) or until (attempts until its context ends) gets: once when
-// wait is 0, else until, bounded by wait when it is positive (waitUnbounded: no bound). A signal
-// from sigs ends the wait and is returned; what was got just as it came is given back with
-// giveBack.
-func take[T any](ctx context.Context, wait time.Duration, sigs <-chan os.Signal,
-	once, until func(context.Context) (T, error), giveBack func(context.Context, T)) (T, os.Signal, error) {
+// take gets the lock or the term for r: with once (one attempt) when --wait is 0, else with
+// until (attempts until its context ends), bounded by --wait when positive (waitUnbounded: no
+// bound). It returns what it got, or the zero T and the exit status: notGot's, which says why
+// it was not got, or when a signal ended the wait, the signal's (see signalStatus), having
+// said that it came while doing what ("campaigning") and given back with giveBack what was
+// got just as it came.
+func take[T any](ctx context.Context, r *runner, while string, once, until func(context.Context) (T, error),
+	giveBack func(context.Context, T), notGot func(error) int) (T, int) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -156,31 +202,35 @@ func take[T any](ctx context.Context, wait time.Duration, sigs <-chan os.Signal,
 	}
 	done := make(chan result, 1)
 	go func() {
-		var r result
+		var got result
 		switch {
-		case wait == 0:
-			r.v, r.err = once(ctx)
-		case wait == waitUnbounded:
-			r.v, r.err = until(ctx)
+		case r.wait == 0:
+			got.v, got.err = once(ctx)
+		case r.wait == waitUnbounded:
+			got.v, got.err = until(ctx)
 		default:
-			wctx, cancel := context.WithTimeout(ctx, wait)
-			r.v, r.err = until(wctx)
+			wctx, cancel := context.WithTimeout(ctx, r.wait)
+			got.v, got.err = until(wctx)
 			cancel()
 		}
-		done <- r
+		done <- got
 	}()
 	var zero T
 	select {
-	case r := <-done:
-		return r.v, nil, r.err
-	case s := <-sigs:
+	case got := <-done:
+		if got.err != nil {
+			return zero, notGot(got.err)
+		}
+		return got.v, 0
+	case s := <-r.sigs:
 		cancel()
-		if r := <-done; r.err == nil { // got just as the signal came: give it back
+		if got := <-done; got.err == nil { // got just as the signal came: give it back
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			giveBack(uctx, r.v)
+			giveBack(uctx, got.v)
 			cancel()
 		}
-		return zero, s, nil
+		r.errorf("%v while %s", s, while)
+		return zero, signalStatus(s)
 	}
 }
 
@@ -192,8 +242,9 @@ func signalStatus(s os.Signal) int { return 128 + int(s.(syscall.Signal)) }
 
 // whyNot prints, indented, why the lock or the term was not had: err's lines (see describe),
 // less what was said already: the sentinel, the end of the wait (also for the nodes whose
-// answer it cut off), and the nodes that preflight reported.
-func (r *runner) whyNot(err error) {
+// answer it cut off), and the nodes that preflight reported. It returns the exit status:
+// exitTempFail when err is ErrNotAcquired, else exitSoftware.
+func (r *runner) whyNot(err error) int {
 	waitOver := errors.Is(err, context.DeadlineExceeded)
 	for _, line := range describe(err, r.nodes) {
 		i, ok := lineNode(line)
@@ -204,4 +255,8 @@ func (r *runner) whyNot(err error) {
 		}
 		fmt.Fprintf(r.stderr, "  %s\n", line)
 	}
+	if errors.Is(err, redlock.ErrNotAcquired) {
+		return exitTempFail
+	}
+	return exitSoftware
 }
