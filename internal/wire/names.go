@@ -62,12 +62,10 @@ const MaxValue = 64 << 10
 // CheckKey rejects a key no lock may have: the empty key, a key longer than MaxKey, and a key
 // starting with Reserved.
 func CheckKey(key string) error {
-	switch {
-	case key == "":
-		return errors.New("empty key")
-	case len(key) > MaxKey:
-		return fmt.Errorf("key of %d bytes is too long: the limit is %d bytes", len(key), MaxKey)
-	case strings.HasPrefix(key, Reserved):
+	if err := checkSize("key", key, MaxKey); err != nil {
+		return err
+	}
+	if strings.HasPrefix(key, Reserved) {
 		return fmt.Errorf("key %q starts with %q, which names the library's own keys", key, Reserved)
 	}
 	return nil
@@ -75,12 +73,15 @@ func CheckKey(key string) error {
 
 // CheckValue rejects a value no leader may proclaim: the empty value, and one longer than
 // MaxValue.
-func CheckValue(value string) error {
+func CheckValue(value string) error { return checkSize("value", value, MaxValue) }
+
+// checkSize rejects s, a what ("key"), when it is empty or longer than limit bytes.
+func checkSize(what, s string, limit int) error {
 	switch {
-	case value == "":
-		return errors.New("empty value")
-	case len(value) > MaxValue:
-		return fmt.Errorf("value of %d bytes is too long: the limit is %d bytes", len(value), MaxValue)
+	case s == "":
+		return errors.New("empty " + what)
+	case len(s) > limit:
+		return fmt.Errorf("%s of %d bytes is too long: the limit is %d bytes", what, len(s), limit)
 	}
 	return nil
 }
