@@ -87,23 +87,22 @@ func checkValue(value string) error {
 // ErrNotAcquired, as Lock does, and, sending nothing, on an empty value or one longer than
 // 64 KiB (every Leader and Observe reads it from every node within the node timeout).
 func (e *Election) Campaign(ctx context.Context, value string) (*Term, error) {
-	if err := checkValue(value); err != nil {
-		return nil, err
-	}
-	l, err := e.c.lock(ctx, e.spec(value), e.ttl)
-	if err != nil {
-		return nil, err
-	}
-	return e.keep(ctx, l, value)
+	return e.campaign(ctx, value, e.c.lock)
 }
 
 // TryCampaign makes one attempt to lead the election with value; it fails with ErrNotAcquired
 // when another candidate leads.
 func (e *Election) TryCampaign(ctx context.Context, value string) (*Term, error) {
+	return e.campaign(ctx, value, e.c.try)
+}
+
+// campaign takes the election's lock with value by acquire (the Client's lock or try) and
+// keeps its term.
+func (e *Election) campaign(ctx context.Context, value string, acquire func(context.Context, *spec, time.Duration) (*Lock, error)) (*Term, error) {
 	if err := checkValue(value); err != nil {
 		return nil, err
 	}
-	l, err := e.c.try(ctx, e.spec(value), e.ttl)
+	l, err := acquire(ctx, e.spec(value), e.ttl)
 	if err != nil {
 		return nil, err
 	}
