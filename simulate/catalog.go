@@ -135,10 +135,7 @@ func lockScenarios() []Scenario {
 		},
 		{
 			Name: "restart-data-lost-fenced", Row: "a node holding the highest fence counter restarts with data loss (hybrid token: the stale write is REJECTED)", Expect: Safe, Strategy: RedlockFencing,
-			setup: func(r *run) {
-				restartHolderNode(r)
-				r.check = needRefusal
-			},
+			setup: mustRefuse(restartHolderNode),
 		},
 		{
 			Name: "clock-behind-restart-fenced", Row: "3 nodes, one clock an hour behind, a node of the holder's majority restarts empty (tokens never go back: the stale write is REJECTED)",
@@ -189,10 +186,7 @@ func lockScenarios() []Scenario {
 		{
 			Name: "cluster-votes-failover-fenced", Row: "the same, with fencing (the stale write is REJECTED)", Expect: Safe, Strategy: RedlockFencing,
 			Replica: true,
-			setup: func(r *run) {
-				failoverHolderVote(r)
-				r.check = needRefusal
-			},
+			setup:   mustRefuse(failoverHolderVote),
 		},
 		{
 			Name: "partition-split", Row: "client 1 reaches A,B,C; client 2 reaches C,D,E; clocks fine", Expect: Safe,
@@ -286,10 +280,7 @@ func lockScenarios() []Scenario {
 		},
 		{
 			Name: "pause-after-acquire-fenced", Row: "client paused longer than the validity after acquiring, with fencing (the stale write is REJECTED)", Expect: Safe, Strategy: RedlockFencing,
-			setup: func(r *run) {
-				pauseHolderBeforeWrite(r)
-				r.check = needRefusal
-			},
+			setup: mustRefuse(pauseHolderBeforeWrite),
 		},
 		{
 			Name: "client-clock-slow", Row: "client clock slow beyond driftFactor", Expect: Violation,

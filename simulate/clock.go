@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -99,6 +100,19 @@ func (c *clientClock) AfterFunc(d time.Duration, f func()) *time.Timer {
 
 // sleep waits until d has passed on this clock.
 func (c *clientClock) sleep(d time.Duration) { time.Sleep(c.trueDuration(d)) }
+
+// wait waits until d has passed on this clock, or until ctx is done: then it returns ctx's
+// error.
+func (c *clientClock) wait(ctx context.Context, d time.Duration) error {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 func (c *clientClock) trueDuration(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / c.skew.getRate())

@@ -9,32 +9,24 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// electionLocker is one candidate of the Election strategy: Lock campaigns, and a term is one
-// critical section, its number the fencing token of the store's writes. The Client keeps the
-// term alive while the candidate leads.
-type electionLocker struct {
-	c     *redlock.Client
-	e     *redlock.Election
-	value string // the candidate's name, as a leader proclaims it
-}
-
+// newElectionLocker returns client c as a candidate of the Election strategy over lc: Lock
+// campaigns, and a term is one critical section, its number the fencing token of the store's
+// writes. The Client keeps the term alive while the candidate leads.
 func newElectionLocker(lc *redlock.Client, key string, ttl time.Duration, c *client) (locker, error) {
 	e, err := lc.Election(key, ttl)
 	if err != nil {
 		return nil, err
 	}
-	return electionLocker{c: lc, e: e, value: fmt.Sprintf("client%d", c.id+1)}, nil
-}
-
-func (l electionLocker) Lock(ctx context.Context, _ string, _ time.Duration) (holding, error) {
-	t, err := l.e.Campaign(ctx, l.value)
-	if err != nil {
-		return nil, err
+	value := fmt.Sprintf("client%d", c.id+1) // the candidate's name, as a leader proclaims it
+	campaign := func(ctx context.Context, _ time.Duration) (holding, error) {
+		t, err := e.Campaign(ctx, value)
+		if err != nil {
+			return nil, err
+		}
+		return electionHolding{t}, nil
 	}
-	return electionHolding{t}, nil
+	return redlockLocker{c: lc, acquire: campaign}, nil
 }
-
-func (l electionLocker) Close() error { return l.c.Close() }
 
 // electionHolding is a leader's term.
 type electionHolding struct{ t *redlock.Term }

@@ -136,6 +136,15 @@ func needRefusal(res *Result) string {
 	return ""
 }
 
+// mustRefuse is setup with needRefusal for the run's check: the fenced twin of setup's
+// scenario, which is safe only by the store refusing the stale write.
+func mustRefuse(setup func(*run)) func(*run) {
+	return func(r *run) {
+		setup(r)
+		r.check = needRefusal
+	}
+}
+
 // holdForAnother arms client 1's first section to work until another client enters one, or
 // until its validity is nearly used up (a tenth of the TTL left), then write: the fault that
 // lets a second client in while client 1 still holds the lock shows as an overlap however late

@@ -53,12 +53,8 @@ func (m *majority) Lock(ctx context.Context, key string, ttl time.Duration) (hol
 			}
 		}
 		h.Unlock(context.WithoutCancel(ctx))
-		t := m.clock.NewTimer(m.poll)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+		if err := m.clock.wait(ctx, m.poll); err != nil {
+			return nil, err
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,12 +23,13 @@ type meeting struct {
 	waits   string // who waits for whom, for the notes
 	beat    time.Duration
 
-	mu       sync.Mutex
-	opened   bool
-	arrived  []int
-	met      chan struct{}
-	timedOut bool // a planned wait ended before the meeting was met
-	gaveUp   bool // a planned section wrote nothing after its wait: its validity had run out
+	mu      sync.Mutex
+	arrived []int
+	met     chan struct{} // closed by the arrival that met the meeting
+
+	opened   atomic.Bool
+	timedOut atomic.Bool // a planned wait ended before the meeting was met
+	gaveUp   atomic.Bool // a planned section wrote nothing after its wait: its validity had run out
 }
 
 // meetBeat is how long, in scenario time, a section whose wait a meeting ended goes on before
@@ -63,17 +65,13 @@ func (r *run) enter(c int, planned *meeting) {
 	}
 }
 
-func (m *meeting) open() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.opened = true
-}
+func (m *meeting) open() { m.opened.Store(true) }
 
 // arrive counts client c, when it is a member not yet counted and the meeting is open.
 func (m *meeting) arrive(c int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.opened || m.members != nil && !slices.Contains(m.members, c) || slices.Contains(m.arrived, c) {
+	if !m.opened.Load() || m.members != nil && !slices.Contains(m.members, c) || slices.Contains(m.arrived, c) {
 		return
 	}
 	if m.arrived = append(m.arrived, c); len(m.arrived) == m.need {
@@ -93,28 +91,21 @@ func (m *meeting) wait(t *time.Timer) {
 	case <-m.met:
 		time.Sleep(m.beat)
 	case <-t.C:
-		m.mu.Lock()
-		m.timedOut = true
-		m.mu.Unlock()
+		m.timedOut.Store(true)
 	}
 }
 
 // giveUp records that a planned section wrote nothing after its wait: its validity had run
 // out. A nil meeting records nothing.
 func (m *meeting) giveUp() {
-	if m == nil {
-		return
+	if m != nil {
+		m.gaveUp.Store(true)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.gaveUp = true
 }
 
 // missed says how the meeting missed its window: its wait ended first, or a planned section
 // gave up its write; "" when it did not miss.
 func (m *meeting) missed() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	met := false
 	select {
 	case <-m.met:
@@ -122,9 +113,9 @@ func (m *meeting) missed() string {
 	default:
 	}
 	switch {
-	case !met || m.timedOut:
+	case !met || m.timedOut.Load():
 		return m.waits + ": none came in time"
-	case m.gaveUp:
+	case m.gaveUp.Load():
 		return m.waits + ": they came, but the waiting section's validity had run out before it could write"
 	}
 	return ""

@@ -95,8 +95,7 @@ func chart(b *strings.Builder, r Result, y int) {
 	}
 	mostWaiting := max(1, slices.Max(waiting))
 
-	plot := svgWidth - svgLeft - svgRight
-	x := func(d time.Duration) float64 { return svgLeft + float64(plot)*float64(d)/float64(span) }
+	x := timeScale(span)
 	// The y axis: decades from 1 ms to the one above the longest call.
 	lo, hi := -3.0, math.Max(-2, math.Ceil(math.Log10(max(longest, time.Millisecond).Seconds())))
 	lane := y + panelHead // the faults' markers
@@ -123,14 +122,7 @@ func chart(b *strings.Builder, r Result, y int) {
 	counts := top + chartPlotH + chartGap
 	gauge := counts + chartCountH
 	bottom := gauge + chartCountH
-	tick := time.Second
-	for span/tick > 12 {
-		tick *= 2
-	}
-	for t := time.Duration(0); t <= span; t += tick {
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#eaeef2"/>`, x(t), top, x(t), bottom)
-		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#57606a">%gs</text>`+"\n", x(t), bottom+12, t.Seconds())
-	}
+	drawTimeAxis(b, span, x, top, bottom)
 	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="end" fill="#57606a">returned</text><text x="%d" y="%d" text-anchor="end" fill="#57606a">≤%d</text>`,
 		svgLeft-4, gauge-14, svgLeft-4, gauge-2, most)
 	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="end" fill="#8250df">waiting</text><text x="%d" y="%d" text-anchor="end" fill="#8250df">≤%d</text>`+"\n",

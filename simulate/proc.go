@@ -85,9 +85,10 @@ func (p *proc) setClock(clock *skew) error {
 	return faketime.Set(p.clockFile, off, rate)
 }
 
-// kill ends the process and any child it forked, and waits for it.
+// kill ends the process and any child it forked, and waits for it. A nil proc, a server's
+// absent replica, has nothing to kill.
 func (p *proc) kill() {
-	if p.cmd == nil {
+	if p == nil || p.cmd == nil {
 		return
 	}
 	killGroup(p.cmd.Process.Pid)

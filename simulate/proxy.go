@@ -23,36 +23,50 @@ type proxy struct {
 
 // listen starts a proxy for l and makes it l's way to the node.
 func listen(l *link) (*proxy, error) {
+	p := &proxy{link: l, conns: map[net.Conn]struct{}{}}
+	ln, err := acceptLoop(&p.wg, p.forward)
+	if err != nil {
+		return nil, err
+	}
+	p.ln = ln
+	l.mu.Lock()
+	l.proxy = p
+	l.mu.Unlock()
+	return p, nil
+}
+
+// acceptLoop listens on a free loopback port and passes every connection it accepts to handle,
+// in a goroutine counted in wg, until the listener it returns is closed.
+func acceptLoop(wg *sync.WaitGroup, handle func(net.Conn)) (net.Listener, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{link: l, ln: ln, conns: map[net.Conn]struct{}{}}
-	l.mu.Lock()
-	l.proxy = p
-	l.mu.Unlock()
-	p.wg.Go(p.serve)
-	return p, nil
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			handle(c)
+		}
+	})
+	return ln, nil
 }
 
 func (p *proxy) addr() string { return p.ln.Addr().String() }
 
-func (p *proxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return // closed
-		}
-		inner, _ := p.link.dial(context.Background(), "", "")
-		if _, dead := inner.(brokenConn); dead || !p.track(c, inner) {
-			c.Close()
-			inner.Close()
-			continue
-		}
-		// Each direction closes both ends when it stops, which stops the other.
-		p.wg.Go(func() { p.pipe(inner, c) })
-		p.wg.Go(func() { p.pipe(c, inner) })
+// forward forwards c, a client's connection, to the node through the link.
+func (p *proxy) forward(c net.Conn) {
+	inner, _ := p.link.dial(context.Background(), "", "")
+	if _, dead := inner.(brokenConn); dead || !p.track(c, inner) {
+		c.Close()
+		inner.Close()
+		return
 	}
+	// Each direction closes both ends when it stops, which stops the other.
+	p.wg.Go(func() { p.pipe(inner, c) })
+	p.wg.Go(func() { p.pipe(c, inner) })
 }
 
 // track records both ends of a forwarded connection; false once the proxy is closing.

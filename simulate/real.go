@@ -239,9 +239,7 @@ func (s *realServer) crash() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.up = false
-	if s.master != nil {
-		s.master.kill()
-	}
+	s.master.kill()
 }
 
 func (s *realServer) keepOnRestart() {
@@ -341,11 +339,8 @@ func (s *realServer) close() {
 	if s.valve != nil {
 		s.valve.close()
 	}
-	for _, p := range []*proc{s.master, s.replica} {
-		if p != nil {
-			p.kill()
-		}
-	}
+	s.master.kill()
+	s.replica.kill()
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
 	}

@@ -18,9 +18,10 @@ const (
 	// Safe: every critical section ended before the next began, no update was lost, no fencing
 	// token went back, the stock sold out. Violated: two holders acted at once, an update was
 	// lost, or a fencing token was not larger than one acquired before it was asked for. Inconclusive: the
-	// run found nothing wrong but did not sell the stock before its time was up.
-	VerdictSafe         Verdict = "safe"
-	VerdictViolated     Verdict = "violation"
+	// run found nothing wrong but did not sell the stock before its time was up. The verdict
+	// that meets an expectation is that expectation (see Result.OK).
+	VerdictSafe                 = Verdict(Safe)
+	VerdictViolated             = Verdict(Violation)
 	VerdictInconclusive Verdict = "inconclusive"
 	// Error: the backend could not run the scenario (a server did not start); Note says why.
 	VerdictError Verdict = "error"

@@ -73,9 +73,6 @@ func (r *run) newLocker(c *client) (locker, error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.sc.Strategy == Election {
-			return newElectionLocker(lc, r.key, r.ttl, c)
-		}
 		return r.primitive(lc, c)
 	}
 	if r.sc.Strategy == MajoritySemaphore {
@@ -98,27 +95,30 @@ func (r *run) newLocker(c *client) (locker, error) {
 	}, nil
 }
 
-// primitive returns client c's locker over lc: the run's semaphore or RWMutex side, or lc's
-// plain Lock.
+// primitive returns client c's locker over lc: a candidate of the run's election, the run's
+// semaphore or RWMutex side, or lc's plain Lock.
 func (r *run) primitive(lc *redlock.Client, c *client) (locker, error) {
 	switch {
+	case r.sc.Strategy == Election:
+		return newElectionLocker(lc, r.key, r.ttl, c)
 	case r.sc.Permits > 0:
 		sem, err := lc.Semaphore(r.key, r.sc.Permits)
 		if err != nil {
 			return nil, err
 		}
-		return redlockLocker{c: lc, acquire: sem.Lock}, nil
+		return redlockLocker{c: lc, acquire: holdLock(sem.Lock)}, nil
 	case r.sc.RW:
 		rw, err := lc.RWMutex(r.key)
 		if err != nil {
 			return nil, err
 		}
 		if r.reader(c) {
-			return redlockLocker{c: lc, acquire: rw.RLock}, nil
+			return redlockLocker{c: lc, acquire: holdLock(rw.RLock)}, nil
 		}
-		return redlockLocker{c: lc, acquire: rw.Lock}, nil
+		return redlockLocker{c: lc, acquire: holdLock(rw.Lock)}, nil
 	}
-	return redlockLocker{c: lc}, nil
+	lock := func(ctx context.Context, ttl time.Duration) (*redlock.Lock, error) { return lc.Lock(ctx, r.key, ttl) }
+	return redlockLocker{c: lc, acquire: holdLock(lock)}, nil
 }
 
 // reader reports whether client c reads an RWMutex.
@@ -142,28 +142,30 @@ type holding interface {
 	Fence() uint64
 }
 
-// redlockLocker adapts redlock.Client, or one of its primitives when acquire is set (a
-// semaphore, or one side of an RWMutex, of the run's key).
+// redlockLocker adapts redlock.Client: acquire takes what the run's strategy holds of the
+// run's key (the lock, a permit of its semaphore, a side of its RWMutex, a term of its
+// election).
 type redlockLocker struct {
 	c       *redlock.Client
-	acquire func(ctx context.Context, ttl time.Duration) (*redlock.Lock, error)
+	acquire func(ctx context.Context, ttl time.Duration) (holding, error)
 }
 
-func (r redlockLocker) Lock(ctx context.Context, key string, ttl time.Duration) (holding, error) {
-	var l *redlock.Lock
-	var err error
-	if r.acquire != nil {
-		l, err = r.acquire(ctx, ttl)
-	} else {
-		l, err = r.c.Lock(ctx, key, ttl)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return redlockHolding{l}, nil
+func (r redlockLocker) Lock(ctx context.Context, _ string, ttl time.Duration) (holding, error) {
+	return r.acquire(ctx, ttl)
 }
 
 func (r redlockLocker) Close() error { return r.c.Close() }
+
+// holdLock makes take, a way to take a redlock.Lock, a redlockLocker's acquire.
+func holdLock(take func(ctx context.Context, ttl time.Duration) (*redlock.Lock, error)) func(context.Context, time.Duration) (holding, error) {
+	return func(ctx context.Context, ttl time.Duration) (holding, error) {
+		l, err := take(ctx, ttl)
+		if err != nil {
+			return nil, err
+		}
+		return redlockHolding{l}, nil
+	}
+}
 
 type redlockHolding struct{ l *redlock.Lock }
 
@@ -197,12 +199,8 @@ func (n *naive) Lock(ctx context.Context, key string, ttl time.Duration) (holdin
 		if h != nil || err != nil && ctx.Err() != nil {
 			return h, err
 		}
-		t := n.clock.NewTimer(n.poll)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+		if err := n.clock.wait(ctx, n.poll); err != nil {
+			return nil, err
 		}
 	}
 }

@@ -79,8 +79,7 @@ func panel(b *strings.Builder, r Result, y int) {
 		span = max(span, s.Released)
 	}
 	span = max(span, time.Second)
-	plot := svgWidth - svgLeft - svgRight
-	x := func(d time.Duration) float64 { return svgLeft + float64(plot)*float64(d)/float64(span) }
+	x := timeScale(span)
 	width := func(a, z time.Duration) float64 { return max(1.5, x(z)-x(a)) }
 
 	color := "#1a7f37"
@@ -100,15 +99,7 @@ func panel(b *strings.Builder, r Result, y int) {
 		fmt.Fprintf(b, `<text x="4" y="%d">client %d</text>`, ly+15, i+1)
 		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#d0d7de"/>`+"\n", svgLeft, ly+laneH/2, svgWidth-svgRight, ly+laneH/2)
 	}
-	// The time axis, a tick every step.
-	step := time.Second
-	for span/step > 12 {
-		step *= 2
-	}
-	for t := time.Duration(0); t <= span; t += step {
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#eaeef2"/>`, x(t), top, x(t), bottom)
-		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#57606a">%gs</text>`+"\n", x(t), bottom+12, t.Seconds())
-	}
+	drawTimeAxis(b, span, x, top, bottom)
 	for _, s := range r.Sections {
 		ly := lanes + s.Client*laneH
 		fmt.Fprintf(b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#b6e3ff"><title>client %d held %.3fs to %.3fs</title></rect>`,

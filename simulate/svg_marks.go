@@ -110,6 +110,25 @@ func groupFaults(faults []Fault, x func(time.Duration) float64) []markerGroup {
 	return gs
 }
 
+// timeScale maps a time of a run that lasted span to its x across the plot.
+func timeScale(span time.Duration) func(time.Duration) float64 {
+	plot := svgWidth - svgLeft - svgRight
+	return func(d time.Duration) float64 { return svgLeft + float64(plot)*float64(d)/float64(span) }
+}
+
+// drawTimeAxis draws the time axis of a run that lasted span, mapped by x: a line from top to
+// bottom and a label below it every step, a second doubled until at most 12 steps span it.
+func drawTimeAxis(b *strings.Builder, span time.Duration, x func(time.Duration) float64, top, bottom int) {
+	step := time.Second
+	for span/step > 12 {
+		step *= 2
+	}
+	for t := time.Duration(0); t <= span; t += step {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#eaeef2"/>`, x(t), top, x(t), bottom)
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#57606a">%gs</text>`+"\n", x(t), bottom+12, t.Seconds())
+	}
+}
+
 // drawFaults draws each fault as a dashed line from the marker lane at top to bottom, with one
 // marker a group of faults whose markers would otherwise sit on one another, centred at cy;
 // then a line per fault below the panel, from y notes on.

@@ -25,41 +25,36 @@ type valve struct {
 }
 
 func openValve(master string) (*valve, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	v := &valve{master: master}
+	ln, err := acceptLoop(&v.wg, v.connect)
 	if err != nil {
 		return nil, err
 	}
-	v := &valve{master: master, ln: ln}
-	v.wg.Go(v.serve)
+	v.ln = ln
 	return v, nil
 }
 
 func (v *valve) addr() string { return v.ln.Addr().String() }
 
-func (v *valve) serve() {
-	for {
-		down, err := v.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", v.master)
-		if err != nil {
-			down.Close()
-			continue
-		}
-		v.mu.Lock()
-		if v.closed {
-			v.mu.Unlock()
-			down.Close()
-			up.Close()
-			return
-		}
-		v.down, v.held = down, nil // a new stream: what was held belonged to the old one
-		v.conns = append(v.conns, down, up)
-		v.mu.Unlock()
-		v.wg.Go(func() { io.Copy(up, down); up.Close(); down.Close() })
-		v.wg.Go(func() { v.fromMaster(up, down); up.Close(); down.Close() })
+// connect joins down, the replica's connection, to the master.
+func (v *valve) connect(down net.Conn) {
+	up, err := net.Dial("tcp", v.master)
+	if err != nil {
+		down.Close()
+		return
 	}
+	v.mu.Lock()
+	if v.closed {
+		v.mu.Unlock()
+		down.Close()
+		up.Close()
+		return
+	}
+	v.down, v.held = down, nil // a new stream: what was held belonged to the old one
+	v.conns = append(v.conns, down, up)
+	v.mu.Unlock()
+	v.wg.Go(func() { io.Copy(up, down); up.Close(); down.Close() })
+	v.wg.Go(func() { v.fromMaster(up, down); up.Close(); down.Close() })
 }
 
 // fromMaster passes or holds what the master sends to the replica on down.
