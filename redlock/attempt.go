@@ -85,60 +85,67 @@ func (k *contender) grant(ctx context.Context, a attempt, out *asked[wire.Grant]
 // rollback releases the failed attempt a wherever it may have landed: every node but those
 // that clearly refused. A node whose call has not returned yet is released once it has (so
 // that the release does not overtake the acquisition), whatever it returned but a clear no:
-// a reply lost on the way, which the client ends with a timeout, is not a no. It returns a
-// channel closed once every release it sent has been answered, nil when it sent none.
+// a reply lost on the way, which the client ends with a timeout, is not a no.
+//
+// It returns a channel closed once no more releases are unanswered than nodes the key can do
+// without (all of them but a quorum): from then on the attempt's own keys cannot stand in the
+// way of a quorum for the next attempt, while a slow node is not waited for. It returns nil
+// when no more were sent.
 //
 // A node that said yes makes it a split vote: the Client's next Lock of the key then takes its
 // place in line from its first attempt, rather than split the vote again.
 func (k *contender) rollback(ctx context.Context, a attempt, out *asked[wire.Grant]) <-chan struct{} {
 	c := k.c
 	cmd := k.s.ops.rollback(a, c.self.channel)
-	var left countdown
-	left.add(1 + len(out.Pending)) // one for the replies in, until they are all handed on
+	sent := len(out.Pending) // every node still to answer may have set the key
+	for _, rep := range out.Replies {
+		if !errors.Is(rep.Err, errTaken) {
+			sent++
+		}
+	}
+	left := newCountdown(sent, max(0, len(c.nodes)-k.s.need))
 	undo := func(rep quorum.Reply[wire.Grant]) {
 		if rep.Err == nil {
 			c.recent.mark(k.s.wake[0], c.opts.clock.Now().Add(k.ttl))
 		}
-		if !errors.Is(rep.Err, errTaken) {
-			left.add(1)
-			c.undo(ctx, rep.Node, cmd, a.ttl, left.done)
-		}
+		c.undo(ctx, rep.Node, cmd, a.ttl, left.done)
 	}
 	for _, rep := range out.Replies {
-		undo(rep)
+		if !errors.Is(rep.Err, errTaken) {
+			undo(rep)
+		}
 	}
 	out.rest(func(rep quorum.Reply[wire.Grant]) {
+		if errors.Is(rep.Err, errTaken) {
+			left.done() // a late no: nothing to release there
+			return
+		}
 		undo(rep)
-		left.done()
 	})
-	if left.done() {
+	if sent <= left.slack {
 		return nil
 	}
 	return left.zero
 }
 
-// A countdown closes zero when as many done calls as added have been made.
+// A countdown closes zero once no more than slack of the calls it counts are left.
 type countdown struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{}
+	mu    sync.Mutex
+	n     int
+	slack int
+	zero  chan struct{}
 }
 
-func (d *countdown) add(n int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.zero == nil {
-		d.zero = make(chan struct{})
-	}
-	d.n += n
+func newCountdown(n, slack int) *countdown {
+	return &countdown{n: n, slack: slack, zero: make(chan struct{})}
 }
 
-// done counts one down and reports whether that was the last.
+// done counts one call down and reports whether that closed zero.
 func (d *countdown) done() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.n--
-	if d.n == 0 {
+	if d.n == d.slack {
 		close(d.zero)
 		return true
 	}

@@ -50,8 +50,8 @@ type result struct {
 	// expiry is how long after the decision a quorum of nodes will have let the holder's key
 	// expire, as their replies said; -1 when too few said.
 	expiry time.Duration
-	// settled is closed once the attempt's roll-back has landed on every node it went to;
-	// nil when it sent none.
+	// settled is closed once the attempt's roll-back has landed on all the nodes it went to
+	// but as many as the key can do without (see rollback); nil when it sent no more.
 	settled <-chan struct{}
 }
 
