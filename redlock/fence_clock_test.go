@@ -138,7 +138,7 @@ func fenceRun(t *testing.T, ms []*miniredis.Miniredis, clients []redis.Universal
 // is killed, stays down longer than the ttl and comes back empty; B stops; a fresh Client wins
 // on A and C. Its term and its token must be larger.
 func TestRealServersTermAndFenceNeverGoBackWithAClockBehind(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its timing is for a machine running one test at a time.
 	a := redistest.StartOffset(t, -time.Hour)
 	b, c := redistest.Start(t), redistest.Start(t)
 	addrs := []string{a.Addr, b.Addr, c.Addr}

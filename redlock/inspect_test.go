@@ -14,7 +14,7 @@ import (
 // Inspect shows who holds a key on each node, with the owner its Client stored; a stopped node
 // is reported with its error, not as a failure of the whole call.
 func TestRealServersInspect(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its timing is for a machine running one test at a time.
 	ss := redistest.StartN(t, 3)
 	nodes := redistest.Clients(t, redistest.Addrs(ss)...)
 	c, err := redlock.New(nodes, redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithOwner("web-1 (pid 42)"), redlock.WithFencing())

@@ -21,7 +21,7 @@ import (
 // A semaphore of 3 permits over five real servers, 16 goroutines taking it for 3 s: never
 // more than 3 inside at once, and at some moment 3.
 func TestRealServersSemaphoreThreePermits(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its timing is for a machine running one test at a time.
 	_, _, c := realCluster(t, redlock.WithRetryDelay(time.Millisecond, 10*time.Millisecond))
 	sem, err := c.Semaphore("pool", 3)
 	if err != nil {
