@@ -3,9 +3,11 @@ package bench
 import (
 	"cmp"
 	"context"
+	"flag"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,7 +115,43 @@ func BenchmarkContended(b *testing.B) {
 					}()
 					as := addrs(b, 5, false)
 					before := readWork(b, as)
-					acquired := contended(b, ls, contendWindow, nil)
+					acquired := contended(b, ls, contendWindow, 0, nil)
+					reportWork(b, readWork(b, as).since(before), acquired, len(as))
+				})
+			}
+		})
+	}
+}
+
+// holds are the times BenchmarkHeld's contenders hold the lock: -holds=20ms,100ms by default,
+// any other list of durations on the command line (go test -bench Held -args -holds=5ms,1s).
+var holds = flag.String("holds", "20ms,100ms", "how long each contender of BenchmarkHeld holds the lock, a list of durations")
+
+// 3b. Held: as Contended with 8 clients, each holding the lock for a while (its work) before it
+// unlocks: what waiting costs when the holder is busy, which is how locks are used. The window
+// is long enough for about 50 acquisitions (at least 2 s), so that the least share counts
+// several turns each. Reported as Contended. Run with -benchtime=1x: one window an op.
+func BenchmarkHeld(b *testing.B) {
+	for _, h := range strings.Split(*holds, ",") {
+		work, err := time.ParseDuration(strings.TrimSpace(h))
+		if err != nil || work <= 0 {
+			b.Fatalf("bench: -holds: %q is not a positive duration", h)
+		}
+		b.Run("hold="+work.String(), func(b *testing.B) {
+			for _, im := range []impl{implOurs, implRedsync} {
+				b.Run("impl="+im.name, func(b *testing.B) {
+					ls := make([]locker, contenders)
+					for i := range ls {
+						ls[i] = im.make(b, clients(b, addrs(b, 5, false)))
+					}
+					defer func() {
+						for _, l := range ls {
+							l.close()
+						}
+					}()
+					as := addrs(b, 5, false)
+					before := readWork(b, as)
+					acquired := contended(b, ls, max(contendWindow, 50*work), work, nil)
 					reportWork(b, readWork(b, as).since(before), acquired, len(as))
 				})
 			}
@@ -131,13 +169,13 @@ func BenchmarkContended(b *testing.B) {
 // closed, unless nil, is called as each window closes. No acquisition at all is a result too:
 // every wait then lasted the window, and ns/op is the time measured, as if one had come at
 // its end. It returns the number of acquisitions.
-func contended(b *testing.B, ls []locker, length time.Duration, closed func()) int {
+func contended(b *testing.B, ls []locker, length, work time.Duration, closed func()) int {
 	var failed int
 	var waits []time.Duration
 	var longest, noHolder time.Duration
 	perGoroutine := make([]int, contenders)
 	for range b.N {
-		r := contend(ls, newKey(), length, closed)
+		r := contend(ls, newKey(), length, work, closed)
 		failed += r.failed
 		waits = append(waits, r.waits...)
 		longest = max(longest, r.unfinished)
@@ -208,11 +246,11 @@ type contention struct {
 type hold struct{ from, to time.Duration }
 
 // contend runs the contenders for one window of the given length on key, goroutine g with
-// ls[g%len(ls)]. A Lock call still running when the window closes is cancelled; its wait
+// ls[g%len(ls)], each holding the lock for work before it unlocks. A Lock call still running when the window closes is cancelled; its wait
 // counts up to the close, and it counts as no acquisition if it succeeds after. closed,
 // unless nil, is called as the window closes, before contend waits for its goroutines (a
 // benchmark with faulty nodes cuts their connections, so that calls stuck on them end).
-func contend(ls []locker, key string, length time.Duration, closed func()) contention {
+func contend(ls []locker, key string, length, work time.Duration, closed func()) contention {
 	start := time.Now()
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(length))
 	defer cancel()
@@ -247,7 +285,10 @@ func contend(ls []locker, key string, length time.Duration, closed func()) conte
 					break
 				}
 				waits = append(waits, held.Sub(want))
-				mine = append(mine, hold{held.Sub(start), time.Since(start)}) // nothing to do while held
+				if work > 0 {
+					time.Sleep(work)
+				}
+				mine = append(mine, hold{held.Sub(start), time.Since(start)})
 				l.unlock(context.Background(), h)
 				want = time.Now()
 			}

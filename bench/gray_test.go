@@ -63,7 +63,7 @@ func BenchmarkGrayFailure(b *testing.B) {
 							p.Heal()
 						}
 					}
-					contended(b, ls, grayWindow, heal)
+					contended(b, ls, grayWindow, 0, heal)
 					var lost int64
 					for _, p := range proxies {
 						lost += p.Stalls()

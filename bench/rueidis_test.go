@@ -128,7 +128,7 @@ func BenchmarkRueidis(b *testing.B) {
 								l.close()
 							}
 						}()
-						contended(b, ls, contendWindow, nil)
+						contended(b, ls, contendWindow, 0, nil)
 						return
 					}
 					l := im.make(b, addrs(b, 5, false))

@@ -25,6 +25,7 @@ cases=(
 	'^BenchmarkSlowNode$/^impl=(floor|redlock|redsync-failfast)$' 600x
 	'^BenchmarkSlowNode$/^impl=redsync$' 100x
 	'^BenchmarkContended$' 1x
+	'^BenchmarkHeld$' 1x
 	'^BenchmarkNodes$' 1000x
 	'^BenchmarkCluster$' 1000x
 	'^BenchmarkGrayFailure$' 1x
