@@ -16,13 +16,14 @@ import (
 // they used, in µs, user and system together.
 type serverWork struct {
 	calls map[string]int64 // by command name, lower case
+	usec  map[string]int64 // the time the servers spent in each command, µs (a script's includes its calls')
 	cpuUS float64
 }
 
 // readWork reads the work of the servers at as so far.
 func readWork(b *testing.B, as []string) serverWork {
 	b.Helper()
-	w := serverWork{calls: map[string]int64{}}
+	w := serverWork{calls: map[string]int64{}, usec: map[string]int64{}}
 	for _, a := range as {
 		rc := redis.NewClient(&redis.Options{Addr: a})
 		info, err := rc.Info(context.Background(), "commandstats", "cpu").Result()
@@ -49,6 +50,10 @@ func parseWork(info string, w *serverWork) {
 					n, _ := strconv.ParseInt(v, 10, 64)
 					w.calls[cmd] += n
 				}
+				if v, ok := strings.CutPrefix(field, "usec="); ok {
+					n, _ := strconv.ParseInt(v, 10, 64)
+					w.usec[cmd] += n
+				}
 			}
 			continue
 		}
@@ -61,10 +66,11 @@ func parseWork(info string, w *serverWork) {
 
 // since returns the work done between before and w.
 func (w serverWork) since(before serverWork) serverWork {
-	d := serverWork{calls: map[string]int64{}, cpuUS: w.cpuUS - before.cpuUS}
+	d := serverWork{calls: map[string]int64{}, usec: map[string]int64{}, cpuUS: w.cpuUS - before.cpuUS}
 	for cmd, n := range w.calls {
 		if n -= before.calls[cmd]; n > 0 {
 			d.calls[cmd] = n
+			d.usec[cmd] = w.usec[cmd] - before.usec[cmd]
 		}
 	}
 	return d
@@ -87,10 +93,11 @@ func reportWork(b *testing.B, d serverWork, acquired, nodes int) {
 		if cmd == "evalsha" || cmd == "eval" || cmd == "fcall" {
 			scripts += n
 		}
-		each = append(each, cmd+" "+strconv.FormatFloat(float64(n)/per, 'f', 2, 64))
+		each = append(each, cmd+" "+strconv.FormatFloat(float64(n)/per, 'f', 2, 64)+" ("+
+			strconv.FormatFloat(float64(d.usec[cmd])/per, 'f', 1, 64)+" µs)")
 	}
 	b.ReportMetric(float64(all)/per, "redis-calls/acq/node")
 	b.ReportMetric(float64(scripts)/per, "scripts/acq/node")
 	b.ReportMetric(d.cpuUS/float64(acquired), "redis-cpu-us/acq")
-	b.Logf("%d acquisitions; calls per acquisition per node: %s", acquired, strings.Join(each, ", "))
+	b.Logf("%d acquisitions; calls per acquisition per node (and the time in them): %s", acquired, strings.Join(each, ", "))
 }

@@ -242,21 +242,25 @@ func expiry(out quorum.Outcome[wire.Grant], need int) time.Duration {
 
 // pauseAfter takes the failed attempt r into the waiter's episode (whether its pause ends at the
 // holder's expiry, how many split votes in a row) and returns how long to wait when no release
-// wakes the waiter. A waiter with others ahead of it on every node is named by a release once
-// its turn comes: it only renews its place meanwhile, twice a lease, instead of trying at the
-// retry delay. The first in line tries again when the holder's key expires on a quorum of nodes,
-// if that comes before the retry delay: a holder that crashed announces nothing. After a split
-// vote, now or lately, it tries again sooner (see splitPause).
+// wakes the waiter. A waiter with a place in line needs no polling: the release that frees the
+// key hands it to the first live waiter in line on each node, and tells it. Its attempts only
+// renew its place, twice a lease, and one that finds the key handed to it takes it (so a lost
+// message costs at most that pause). The first in line tries again when the holder's key
+// expires on a quorum of nodes, if that comes sooner: a holder that crashed releases nothing.
+// After a split vote, now or lately, it tries again sooner (see splitPause).
 func (k *contender) pauseAfter(r result) time.Duration {
 	select {
 	case <-k.ready:
 	default: // the Client cannot hear releases yet: try again soon
 		return min(k.c.retryDelay(), k.c.opts.nodeTimeout)
 	}
-	if r.ahead > 0 {
-		return k.c.lease() / 2
-	}
 	pause := k.c.retryDelay()
+	switch {
+	case r.ahead > 0:
+		return k.c.lease() / 2
+	case r.ahead == 0:
+		pause = k.c.lease() / 2
+	}
 	// Not twice in a row: a key still there at its expiry (a node whose clock lags, or a holder
 	// that extended it) must not make the waiter spin.
 	k.atExpiry = r.ahead == 0 && r.expiry >= 0 && r.expiry < pause && !k.atExpiry

@@ -59,7 +59,8 @@ func (o electionOps) release(token, channel, waiter string) command {
 }
 
 func (o electionOps) rollback(a attempt, channel string) command {
-	return run(wire.ResignScript, wire.Resign{Keys: o.keys, Token: a.token, Channel: channel, Waiter: a.waiter, Rollback: true})
+	return run(wire.ResignScript, wire.Resign{Keys: o.keys, Token: a.token, Channel: channel, Waiter: a.waiter, Rollback: true,
+		Place: a.place, Lease: a.lease})
 }
 
 // spec returns the spec of a campaign for value.

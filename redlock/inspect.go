@@ -28,6 +28,9 @@ type NodeState struct {
 	TTL          time.Duration // the key's time left on the node when Inspect returned (see Inspect)
 	Fence        uint64        // the key's fencing counter there (WithFencing), 0 for none
 	Err          error         // the node's failure, if it did not answer
+	// Waiter is the waiting Lock call that a release handed the key to, named as the line
+	// names it, until that call takes it (Token is "" meanwhile); "" for none.
+	Waiter string
 }
 
 // Inspect reads, and only reads, what every node holds under key: the lock of Lock, TryLock, Do
@@ -81,6 +84,9 @@ func nodeState(rep quorum.Reply[wire.Reading]) NodeState {
 	h := r.Lock
 	if h.Token == "" {
 		h = r.Writer
+	}
+	if _, ok := wire.ParseWaiter(h.Token); ok {
+		return NodeState{Waiter: h.Token, TTL: h.TTL, Fence: r.Fence}
 	}
 	if h.Token != "" {
 		return NodeState{Token: h.Token, Owner: wire.Owner(h.Token), TTL: h.TTL, Fence: r.Fence}

@@ -70,7 +70,8 @@ func (m mutexOps) release(token, channel, waiter string) command {
 }
 
 func (m mutexOps) rollback(a attempt, channel string) command {
-	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: a.token, Channel: channel, Waiter: a.waiter, Rollback: true})
+	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: a.token, Channel: channel, Waiter: a.waiter, Rollback: true,
+		Place: a.place, Lease: a.lease})
 }
 
 func (m mutexOps) claim(token string, ttl time.Duration) command {

@@ -31,21 +31,28 @@ func (a Acquire) Encode() (keys, args []string) {
 }
 
 // Release is release.lua's call: Unlock's, announced on Channel ("" for none), or with
-// Rollback a failed attempt's roll-back, which tells only the first live waiter, if it is not
-// the attempt's own. Waiter is, for Unlock, the waiter that acquired the lock ("" for none),
-// which leaves the line of every node; for a roll-back, the attempt's waiter, which keeps its
-// place.
+// Rollback a failed attempt's roll-back, which gives the key only to the first live waiter,
+// if it is not the attempt's own. Waiter is, for Unlock, the waiter that acquired the lock
+// ("" for none), which leaves the line of every node; for a roll-back, the attempt's waiter,
+// which goes back to its place (Place, for Lease) where it took the key.
 type Release struct {
 	Keys     MutexKeys
 	Token    string
 	Channel  string
 	Waiter   string
 	Rollback bool
+	Place    int64         // a roll-back's waiter's place
+	Lease    time.Duration // and its lease
 }
 
 func (r Release) Encode() (keys, args []string) {
 	all := []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases,
-		r.Token, r.Channel, r.Keys.Lock, r.Waiter, rollback(r.Rollback)}
+		r.Token, r.Channel, r.Keys.Lock, r.Waiter, rollback(r.Rollback), "", ""}
+	if !r.Rollback {
+		all = all[:8]
+	} else {
+		all[8], all[9] = strconv.FormatInt(r.Place, 10), Ms(r.Lease)
+	}
 	return all[:3:3], all[3:] // one allocation for both
 }
 
@@ -221,18 +228,23 @@ func (e ElectExtend) Encode() (keys, args []string) {
 }
 
 // Resign is resign.lua's call: a term's end, announced on Channel, or with Rollback a failed
-// campaign's roll-back (Waiter as in Release).
+// campaign's roll-back (Waiter, Place and Lease as in Release).
 type Resign struct {
 	Keys     ElectionKeys
 	Token    string
 	Channel  string
 	Waiter   string
 	Rollback bool
+	Place    int64
+	Lease    time.Duration
 }
 
 func (r Resign) Encode() (keys, args []string) {
-	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases, r.Keys.Value},
-		[]string{r.Token, r.Channel, r.Keys.Lock, r.Waiter, r.Keys.Value, rollback(r.Rollback)}
+	args = []string{r.Token, r.Channel, r.Keys.Lock, r.Waiter, r.Keys.Value, rollback(r.Rollback)}
+	if r.Rollback {
+		args = append(args, strconv.FormatInt(r.Place, 10), Ms(r.Lease))
+	}
+	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases, r.Keys.Value}, args
 }
 
 // Inspect is inspect.lua's call: every key that may hold the lock of one name.

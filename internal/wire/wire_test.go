@@ -106,9 +106,9 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if got := c.ZRange(ctx, k.Queue, 0, -1).Val(); !slices.Equal(got, []string{w1}) {
 			t.Fatalf("the line is %q", got)
 		}
-		for _, set := range []string{k.Queue, k.Leases} { // the line lasts the lease, no more
-			if d := c.PTTL(ctx, set).Val(); d <= 59*time.Second || d > time.Minute {
-				t.Fatalf("%s expires in %v, want the lease (1m)", set, d)
+		for _, set := range []string{k.Queue, k.Leases} { // the line lasts the lease, no more than twice
+			if d := c.PTTL(ctx, set).Val(); d <= 59*time.Second || d > 2*time.Minute {
+				t.Fatalf("%s expires in %v, want the lease (1m) or twice as long", set, d)
 			}
 		}
 		if held(t, run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "B", Channel: ch})) {
@@ -129,49 +129,89 @@ func TestScriptsOnARealServer(t *testing.T) {
 		}
 	})
 
-	t.Run("the first in line takes the key", func(t *testing.T) {
+	t.Run("a release hands the key to the first in line", func(t *testing.T) {
+		// The holder's release above handed the key to w1, for w1's lease: nobody else takes
+		// it, neither a waiter behind w1 nor an attempt that does not wait.
+		if v, d := c.Get(ctx, k.Lock).Val(), c.PTTL(ctx, k.Lock).Val(); v != w1 || d <= 59*time.Second || d > time.Minute {
+			t.Fatalf("after the release the key holds %q for %v, want w1's name for its lease (1m)", v, d)
+		}
 		ok, g, err := wire.DecodeGrant(run(t, c, wire.AcquireScript, acq("C", w2, 20)))
-		if err != nil || ok || g.Ahead != 1 || g.Left != -1 {
-			t.Fatalf("a waiter behind another on a free key: granted %v, %d ahead, %v left, %v", ok, g.Ahead, g.Left, err)
+		if err != nil || ok || g.Ahead != 1 || g.Left <= 59*time.Second {
+			t.Fatalf("a waiter behind the one handed the key: granted %v, %d ahead, %v left, %v", ok, g.Ahead, g.Left, err)
+		}
+		if granted(t, run(t, c, wire.AcquireScript, acq("X", "", 0))) {
+			t.Fatal("an attempt that does not wait took a key handed to a waiter")
 		}
 		if !granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
-			t.Fatal("the first in line was refused")
+			t.Fatal("the waiter was refused the key handed to it")
 		}
-		// A roll-back by the first in line tells nobody (not itself, nor those behind it),
-		// and the waiter keeps its place.
-		rollback := wire.Release{Keys: k, Token: "B", Channel: ch, Waiter: w1, Rollback: true}
+		line := func(want ...string) {
+			t.Helper()
+			if got := c.ZRange(ctx, k.Queue, 0, -1).Val(); !slices.Equal(got, want) {
+				t.Fatalf("the line is %q, want %q", got, want)
+			}
+		}
+		line(w2) // w1 waits no more
+		// A roll-back of its attempt puts it back at its place and tells nobody (not itself,
+		// nor those behind it).
+		rollback := wire.Release{Keys: k, Token: "B", Channel: ch, Waiter: w1, Rollback: true, Place: 10, Lease: time.Minute}
 		if !held(t, run(t, c, wire.ReleaseScript, rollback)) {
 			t.Fatal("the roll-back did not release")
 		}
 		if msg := next(); msg != "" {
 			t.Fatalf("a roll-back by the first in line announced %q", msg)
 		}
+		line(w1, w2)
 		if granted(t, run(t, c, wire.AcquireScript, acq("C", w2, 20))) {
 			t.Fatal("after a roll-back, the waiter behind took the key")
 		}
 		// Another's attempt that took the key while w1 was first (one that does not wait
-		// cuts in) and failed tells w1 that its turn came: w1 must not wait for that key's
+		// cuts in on a free key) and failed hands it to w1: w1 must not wait for that key's
 		// expiry.
 		if !granted(t, run(t, c, wire.AcquireScript, acq("X", "", 0))) {
 			t.Fatal("an attempt that does not wait was refused a free key")
 		}
 		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "X", Channel: ch, Rollback: true})
-		if msg, want := next(), names.ClientChannel("c1")+" "+k.Lock+"\n"+w1; msg != want {
-			t.Fatalf("a roll-back with w1 first in line announced %q, want %q", msg, want)
+		if msg, want := next(), names.ClientChannel("c1")+" "+k.Lock+"\n"+w1; msg != want || c.Get(ctx, k.Lock).Val() != w1 {
+			t.Fatalf("a roll-back with w1 first in line announced %q, want %q, and left %q", msg, want, c.Get(ctx, k.Lock).Val())
 		}
-		// The holder's release takes it out of line, and announces to the next.
+		// The holder's release takes it out of line, and hands the key to the next.
 		if !granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
 			t.Fatal("the first in line was refused")
 		}
 		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "B", Channel: ch, Waiter: w1})
-		if got := c.ZRange(ctx, k.Queue, 0, -1).Val(); !slices.Equal(got, []string{w2}) {
-			t.Fatalf("the line is %q", got)
+		line(w2)
+		if msg, want := next(), names.ClientChannel("c2")+" "+k.Lock+"\n"+w2; msg != want || c.Get(ctx, k.Lock).Val() != w2 {
+			t.Fatalf("announced %q, want %q; the key holds %q", msg, want, c.Get(ctx, k.Lock).Val())
 		}
-		if msg, want := next(), names.ClientChannel("c2")+" "+k.Lock+"\n"+w2; msg != want {
+		// w2 gives up: what it was handed goes to the next, and with nobody left, to all.
+		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w2, Channel: ch})
+		if msg, want := next(), ch+" "+k.Lock+"\n"; msg != want || c.Exists(ctx, k.Lock).Val() != 0 {
+			t.Fatalf("the waiter handed the key left; announced %q, want %q, and the key stays", msg, want)
+		}
+	})
+
+	t.Run("a hand-over that came too late is passed on", func(t *testing.T) {
+		// w1 waits behind H here; it won its quorum on other nodes (token "W"), and then H's
+		// release here handed it the key. w1's Unlock passes the key on to w2 rather than leave
+		// it to w1's name until w1's lease lapses.
+		run(t, c, wire.AcquireScript, acq("H", "", 0))
+		run(t, c, wire.AcquireScript, acq("x", w1, 1))
+		run(t, c, wire.AcquireScript, acq("y", w2, 2))
+		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "H", Channel: ch})
+		if msg, want := next(), names.ClientChannel("c1")+" "+k.Lock+"\n"+w1; msg != want {
 			t.Fatalf("announced %q, want %q", msg, want)
 		}
+		if held(t, run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "W", Channel: ch, Waiter: w1})) {
+			t.Fatal("a release counted a hand-over as its token")
+		}
+		if v := c.Get(ctx, k.Lock).Val(); v != w2 || next() != names.ClientChannel("c2")+" "+k.Lock+"\n"+w2 {
+			t.Fatalf("after w1's Unlock the key holds %q, want w2's name", v)
+		}
 		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w2, Channel: ch})
-		next()
+		if msg := next(); msg != ch+" "+k.Lock+"\n" || c.Exists(ctx, k.Lock, k.Queue, k.Leases).Val() != 0 {
+			t.Fatalf("announced %q; the key or its line stays", msg)
+		}
 	})
 
 	t.Run("a lapsed lease drops the waiter", func(t *testing.T) {
@@ -189,6 +229,9 @@ func TestScriptsOnARealServer(t *testing.T) {
 		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "D", Channel: ch})
 		if msg, want := next(), names.ClientChannel("c2")+" "+k.Lock+"\n"+w2; msg != want {
 			t.Fatalf("announced %q, want %q: the waiter whose lease lapsed was named", msg, want)
+		}
+		if v := c.Get(ctx, k.Lock).Val(); v != w2 {
+			t.Fatalf("the release handed the key to %q, want the live waiter", v)
 		}
 		if !granted(t, run(t, c, wire.AcquireScript, acq("C", w2, 20))) {
 			t.Fatal("the live waiter was refused")
@@ -211,8 +254,8 @@ func TestScriptsOnARealServer(t *testing.T) {
 		run(t, c, wire.AcquireScript, acq("y", w2, 2))
 		c.Del(ctx, k.Lock)
 		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w1, Channel: ch})
-		if msg, want := next(), names.ClientChannel("c2")+" "+k.Lock+"\n"+w2; msg != want {
-			t.Fatalf("the first waiter left; announced %q, want %q", msg, want)
+		if msg, want := next(), names.ClientChannel("c2")+" "+k.Lock+"\n"+w2; msg != want || c.Get(ctx, k.Lock).Val() != w2 {
+			t.Fatalf("the first waiter left; announced %q, want %q, and the key holds %q", msg, want, c.Get(ctx, k.Lock).Val())
 		}
 		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w2, Channel: ch})
 		next()
@@ -343,7 +386,11 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("announced %q, want %q", got, want)
 		}
-		// A roll-back tells the waiter in line for b, and nobody about a.
+		// A roll-back hands b to the waiter in line for it, and tells nobody about a.
+		if v := c.Get(ctx, b.Lock).Val(); v != w2 {
+			t.Fatalf("the release handed b to %q, want the waiter", v)
+		}
+		c.Del(ctx, b.Lock) // as if the hand-over lapsed
 		all.Token = "R"
 		run(t, c, wire.MultiAcquireScript, all)
 		run(t, c, wire.MultiReleaseScript, wire.MultiRelease{Locks: []wire.MutexKeys{a, b}, Token: "R", Channel: ch, Rollback: true})

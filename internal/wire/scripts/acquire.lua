@@ -2,19 +2,21 @@
 -- KEYS: the lock key, its queue, its leases, and with fencing its counter.
 -- ARGV: the token, the ttl in ms, the waiter's name ("" for none), its place, its lease in ms.
 -- The key is set to the token for the ttl when it is free and, for a waiter, nobody is ahead
--- of it in line; otherwise a waiter joins the line (or renews its lease). A waiter that takes
--- the key keeps its place until it releases the key (release.lua) or its lease lapses: if its
--- attempt fails on the other nodes and is rolled back, it is still first here.
+-- of it in line, or when a release gave it to this waiter (it holds the waiter's name);
+-- otherwise a waiter joins the line (or renews its lease). A waiter that takes the key leaves
+-- the line; if its attempt fails on the other nodes, the roll-back puts it back at its place.
 -- Returns {0} when refused ({0, n, ms} to a waiter: n waiters are ahead of it in line, and the
--- key has ms milliseconds left, or -2 when free), {1} when set, and with fencing {1, counter, seconds, microseconds}: the counter and this node's clock,
--- read in the same step.
+-- key has ms milliseconds left, or -2 when free), {1} when set, and with fencing {1, counter,
+-- seconds, microseconds}: the counter and this node's clock, read in the same step.
 local name = ARGV[3]
-local free = redis.call("EXISTS", KEYS[1]) == 0
-local now
-if name ~= "" then
+local held = redis.call("GET", KEYS[1])
+local free = not held
+local ahead, now
+if name ~= "" and held == name then
+	free = true -- a release gave the key to this waiter (queue.lua's hand)
+elseif name ~= "" then
 	-- first also drops the lapsed waiters at the front, so that a waiter behind only them is
 	-- told it is first.
-	local ahead
 	ahead, now = first(KEYS[2], KEYS[3], nil, name)
 	free = free and (not ahead or ahead == name)
 end
@@ -24,6 +26,9 @@ if not free then
 		return {0, redis.call("ZRANK", KEYS[2], name), redis.call("PTTL", KEYS[1])}
 	end
 	return {0}
+end
+if held or ahead then -- a waiter that takes the key is waiting no more
+	leave(KEYS[2], KEYS[3], name)
 end
 redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
 if KEYS[4] == nil then

@@ -6,6 +6,6 @@ local n = #KEYS / 3
 local rollback = ARGV[3] == "rollback"
 local held = 0
 for i = 1, n do
-	held = math.max(held, release(KEYS[i], KEYS[n + i], KEYS[2 * n + i], ARGV[1], ARGV[2], ARGV[3 + i], "", rollback, {}))
+	held = math.max(held, release(KEYS[i], KEYS[n + i], KEYS[2 * n + i], ARGV[1], ARGV[2], ARGV[3 + i], "", rollback, nil, nil, {}))
 end
 return held

@@ -6,9 +6,9 @@
 
 -- first drops the waiters at the front whose lease lapsed by now (read from the clock when nil
 -- and someone is in line: TIME is the dearest call of an uncontended release) and returns the
--- first live one, or nil, and now (nil if it was nil and nobody was in line). self, when not
--- nil, is the waiter of the calling attempt: live, since it is asking, so that a line it heads
--- costs no clock or lease read.
+-- first live one, or nil, now (nil if it was nil and nobody was in line), and when that one's
+-- lease lapses. self, when not nil, is the waiter of the calling attempt: live, since it is
+-- asking, so that a line it heads costs no clock or lease read (and no lapse is returned).
 local function first(queue, leases, now, self)
 	for _ = 1, 1000 do
 		local name = redis.call("ZRANGE", queue, 0, 0)[1]
@@ -16,9 +16,9 @@ local function first(queue, leases, now, self)
 			return name, now
 		end
 		now = now or now_ms()
-		local lapse = redis.call("ZSCORE", leases, name)
-		if lapse and tonumber(lapse) > now then
-			return name, now
+		local lapse = tonumber(redis.call("ZSCORE", leases, name))
+		if lapse and lapse > now then
+			return name, now, lapse
 		end
 		redis.call("ZREM", queue, name)
 		redis.call("ZREM", leases, name)
@@ -27,14 +27,15 @@ local function first(queue, leases, now, self)
 end
 
 -- join puts name in line at place (or keeps its place) and renews its lease for lease_ms; both
--- sets are kept at least that long. The two hold the same names and only join gives them a
--- ttl, both at once, so the queue's tells the ttl of both.
+-- sets are kept at least that long (twice as long when they need more, so that most joins
+-- need not renew them). The two hold the same names and only join gives them a ttl, both at
+-- once, so the queue's tells the ttl of both.
 local function join(queue, leases, name, place, lease_ms, now)
 	redis.call("ZADD", queue, "NX", place, name)
 	redis.call("ZADD", leases, now + lease_ms, name)
 	if redis.call("PTTL", queue) < lease_ms then
-		redis.call("PEXPIRE", queue, lease_ms)
-		redis.call("PEXPIRE", leases, lease_ms)
+		redis.call("PEXPIRE", queue, 2 * lease_ms)
+		redis.call("PEXPIRE", leases, 2 * lease_ms)
 	end
 end
 
@@ -43,44 +44,62 @@ local function leave(queue, leases, name)
 	redis.call("ZREM", leases, name)
 end
 
--- tell names key to the first live waiter in line, unless that is except, on its Client's
--- channel (channel, a colon and the text of the name before its first dot): the message is the
--- key's name, a newline and the waiter's name. Returns the first live waiter, or nil. now is
--- as first's.
-local function tell(queue, leases, channel, key, except, now)
-	local name = first(queue, leases, now)
-	if name and name ~= except then
-		redis.call("PUBLISH", channel .. ":" .. string.match(name, "^[^.]*"), key .. "\n" .. name)
+-- hand gives key to the first live waiter in line, unless that is except: key holds the
+-- waiter's name until its lease lapses, so that no attempt but that waiter's can take it (see
+-- acquire.lua) and a waiter that is gone holds up the line no longer than its lease. The waiter
+-- is told on its Client's channel (channel, a colon and the text of its name before the first
+-- dot): the message is keyname, a newline and the waiter's name. A message only wakes the
+-- waiter: what makes it the holder is its own attempt finding its name in key. Returns the
+-- waiter, or nil when it gave key to nobody (and left key as it was). now is as first's.
+local function hand(queue, leases, channel, key, keyname, except, now)
+	local name, lapse
+	name, now, lapse = first(queue, leases, now)
+	if not name or name == except then
+		return nil
+	end
+	redis.call("SET", key, name, "PX", math.max(1, lapse - now))
+	if channel ~= "" then
+		redis.call("PUBLISH", channel .. ":" .. string.match(name, "^[^.]*"), keyname .. "\n" .. name)
 	end
 	return name
 end
 
--- announce tells whoever may take key next that it is free: the first live waiter in line or,
--- with nobody in line, every Client on channel (the key's name and a newline). A message only
--- wakes a waiter; it never makes one a holder.
-local function announce(queue, leases, channel, key, now)
-	if not tell(queue, leases, channel, key, nil, now) then
-		redis.call("PUBLISH", channel, key .. "\n")
+-- let_go lets key go: to the first live waiter in line but except (see hand) or, with nobody
+-- else in line, to whoever asks first, which every Client is told on channel unless quiet (the
+-- message is keyname and a newline).
+local function let_go(queue, leases, channel, key, keyname, except, quiet)
+	if not hand(queue, leases, channel, key, keyname, except, nil) then
+		redis.call("DEL", key)
+		if channel ~= "" and not quiet then
+			redis.call("PUBLISH", channel, keyname .. "\n")
+		end
 	end
 end
 
--- release deletes key, and the keys in also, when key holds token, and tells of it on channel
--- ("" for nobody). Unlock's release takes waiter (the one that acquired, or "") out of line and
--- announces; a roll-back's keeps waiter (the attempt's own) in line and tells only the first
--- live waiter, if another: one whose turn came while the failed attempt held the key must not
--- wait for its expiry. Returns 1 when it deleted key, 0 when key was absent or another's.
-local function release(key, queue, leases, token, channel, name, waiter, rollback, also)
+-- release lets key go (let_go) when it holds token, deleting the keys in also too, and returns
+-- 1; else 0. Unlock's release also takes waiter (the one that acquired, or "") out of the line
+-- where it is still in it, and passes on a hand-over that came to it after it had its quorum
+-- elsewhere (key holds its name): a waiter that took the key left the line then. A roll-back's
+-- puts waiter (the attempt's own) back at its place for lease_ms where the attempt took the key,
+-- and gives key only to another waiter: one whose turn came while the failed attempt held the
+-- key must not wait for its expiry, and nobody else needs telling.
+local function release(key, queue, leases, token, channel, keyname, waiter, rollback, place, lease_ms, also)
+	local held = redis.call("GET", key)
+	if held == token then
+		if rollback and waiter ~= "" then
+			join(queue, leases, waiter, place, lease_ms, now_ms())
+		end
+		if #also > 0 then
+			redis.call("DEL", unpack(also))
+		end
+		let_go(queue, leases, channel, key, keyname, rollback and waiter or nil, rollback)
+		return 1
+	end
 	if waiter ~= "" and not rollback then
 		leave(queue, leases, waiter)
+		if held == waiter then
+			let_go(queue, leases, channel, key, keyname, nil, false)
+		end
 	end
-	if redis.call("GET", key) ~= token then
-		return 0
-	end
-	redis.call("DEL", key, unpack(also))
-	if channel ~= "" and rollback then
-		tell(queue, leases, channel, name, waiter, nil)
-	elseif channel ~= "" then
-		announce(queue, leases, channel, name, nil)
-	end
-	return 1
+	return 0
 end
