@@ -49,13 +49,15 @@ func TestShares(t *testing.T) {
 func TestParseWork(t *testing.T) {
 	const info = "# Commandstats\r\ncmdstat_evalsha:calls=30,usec=900,usec_per_call=30.00,rejected_calls=0,failed_calls=0\r\n" +
 		"cmdstat_time:calls=12,usec=10,usec_per_call=0.83,rejected_calls=0,failed_calls=0\r\n\r\n# CPU\r\nused_cpu_sys:1.500000\r\nused_cpu_user:0.250000\r\nused_cpu_sys_children:9.0\r\n"
-	var before, after serverWork
-	before.calls, after.calls = map[string]int64{}, map[string]int64{}
+	before, after := newWork(), newWork()
 	parseWork(info, &after)
 	parseWork("cmdstat_evalsha:calls=10,usec=1\r\nused_cpu_sys:1.0\r\nused_cpu_user:0.25\r\n", &before)
 	d := after.since(before)
 	if d.calls["evalsha"] != 20 || d.calls["time"] != 12 || len(d.calls) != 2 {
 		t.Errorf("calls = %v, want evalsha 20 and time 12", d.calls)
+	}
+	if d.usec["evalsha"] != 899 || d.usec["time"] != 10 {
+		t.Errorf("usec = %v, want evalsha 899 and time 10", d.usec)
 	}
 	if d.cpuUS < 499_999 || d.cpuUS > 500_001 {
 		t.Errorf("cpu = %v µs, want 500,000", d.cpuUS)

@@ -128,7 +128,12 @@ func BenchmarkRueidis(b *testing.B) {
 								l.close()
 							}
 						}()
-						contended(b, ls, contendWindow, 0, nil)
+						as := addrs(b, 5, false)
+						before := readWork(b, as)
+						acquired := contended(b, ls, contendWindow, 0, nil)
+						if im.name != "rueidislock" { // its keys are on a cluster of its own
+							reportWork(b, readWork(b, as).since(before), acquired, len(as))
+						}
 						return
 					}
 					l := im.make(b, addrs(b, 5, false))

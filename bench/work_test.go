@@ -20,10 +20,12 @@ type serverWork struct {
 	cpuUS float64
 }
 
+func newWork() serverWork { return serverWork{calls: map[string]int64{}, usec: map[string]int64{}} }
+
 // readWork reads the work of the servers at as so far.
 func readWork(b *testing.B, as []string) serverWork {
 	b.Helper()
-	w := serverWork{calls: map[string]int64{}, usec: map[string]int64{}}
+	w := newWork()
 	for _, a := range as {
 		rc := redis.NewClient(&redis.Options{Addr: a})
 		info, err := rc.Info(context.Background(), "commandstats", "cpu").Result()
@@ -66,7 +68,8 @@ func parseWork(info string, w *serverWork) {
 
 // since returns the work done between before and w.
 func (w serverWork) since(before serverWork) serverWork {
-	d := serverWork{calls: map[string]int64{}, usec: map[string]int64{}, cpuUS: w.cpuUS - before.cpuUS}
+	d := newWork()
+	d.cpuUS = w.cpuUS - before.cpuUS
 	for cmd, n := range w.calls {
 		if n -= before.calls[cmd]; n > 0 {
 			d.calls[cmd] = n

@@ -18,10 +18,10 @@ import (
 // nodes) or a timer.
 //
 // Once it waits, a contender has a name for its whole life and a place in the line of every
-// node its attempts reached (a mutex's): a node gives a free key only to the first live waiter
-// in its line, so waiters of every process are served in the order they began waiting, and a
-// release wakes that one only. Its place lasts for a lease that each attempt renews, so a
-// waiter that is gone stops blocking the line when its lease lapses.
+// node its attempts reached (a mutex's): a release hands the key to the first live waiter in
+// the node's line and wakes that one only, so waiters of every process are served in the order
+// they began waiting. Its place lasts for a lease that each attempt renews, so a waiter that is
+// gone stops blocking the line (and a key handed to it) when its lease lapses.
 type contender struct {
 	c     *Client
 	s     *spec

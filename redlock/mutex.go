@@ -84,14 +84,16 @@ func (m mutexOps) abandon(waiter, channel string) (command, bool) {
 
 // Lock acquires key for ttl, retrying until it succeeds, ctx is done or the Client is closed.
 //
-// Waiting costs no polling storm: a refused call takes a place in the key's line on every node
-// it reaches, each node gives a free key only to the first live waiter in its line, and a
-// release wakes that waiter alone, which then makes one attempt. So waiters of all processes
-// are served in the order they began waiting, and a release does not set them all against each
-// other. A lock that expires instead of being released is tried again by the first waiter in
-// line when the nodes said it would expire; a jittered timer (WithRetryDelay) is the fallback
-// for lost announcements. A Lock call for a key the Client waited for lately, or whose last
-// attempt by the Client split the vote, takes its place in line from its first attempt.
+// Waiting costs no polling: a refused call takes a place in the key's line on every node it
+// reaches. A release on a node hands the key to the first live waiter in its line (the key
+// holds that waiter's name, so no other call can take it) and wakes that waiter alone, whose
+// next attempt takes it. So waiters of all processes are served in the order they began
+// waiting, and nothing cuts in between a release and the next holder. A waiter's attempts in
+// between only renew its place, twice a lease (see WithRetryDelay); one that finds the key
+// handed to it takes it, should the wake-up be lost. A lock that expires instead of being
+// released is tried again by the first waiter in line when the nodes said it would expire. A
+// Lock call for a key the Client waited for lately, or whose last attempt by the Client split
+// the vote, takes its place in line from its first attempt.
 //
 // On failure the error wraps ErrNotAcquired, the last attempt's *NodeError for each node that
 // did not say yes, and ctx.Err() or ErrClosed when that is what ended the wait.

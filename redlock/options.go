@@ -79,12 +79,13 @@ func WithNodeTimeout(d time.Duration) Option {
 	}
 }
 
-// WithRetryDelay sets the pause between two attempts of a waiting Lock call that no release
-// woke, drawn uniformly from [min, max] so that contending clients do not retry in step: the
-// fallback for lost announcements (a lock that expires is retried by the first waiter in line
-// when the nodes said it would expire, if that comes sooner). A
-// waiter's place in a key's line lasts max + 3 × the node timeout past its last attempt, so a
-// waiter whose process died holds up the line that long at most. Default 20ms to 100ms.
+// WithRetryDelay sets the pause between two attempts of a waiting call that no release woke and
+// that has no place in a line to renew (its Client does not hear releases yet, or no node gave
+// it a place; a Semaphore's, an RWMutex's reader, a LockAll), drawn uniformly from [min, max]
+// so that contending clients do not retry in step. A waiter's place in a key's line lasts
+// max + 3 × the node timeout past its last attempt (its lease), and the waiter renews it every
+// half lease; a waiter whose process died holds up the line, or a key a release handed to it,
+// that long at most. Default 20ms to 100ms.
 func WithRetryDelay(min, max time.Duration) Option {
 	return func(o *options) error {
 		if min < 0 || max <= 0 || max < min {

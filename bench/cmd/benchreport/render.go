@@ -206,6 +206,8 @@ func render(r results, runs []results, machine, stat, limits, svg string) string
 		}
 	}
 
+	heldSection(&b, r)
+
 	p("\n### 4. Uncontended serial Lock+Unlock on N nodes\n\n")
 	t.header("library", "N = 3", "N = 5", "N = 7", "N = 7 ÷ N = 3", "allocs/op N = 3", "allocs/op N = 7")
 	for _, im := range r.impls(caseNodes(3)) {
@@ -304,28 +306,7 @@ func targets(r results) []goal {
 	ratio("one slow node: lock p50 vs the floor", caseSlow, ours, floor, "lock-p50-us", 1.3, false)
 	ratio("one slow node: lock p99 vs the floor", caseSlow, ours, floor, "lock-p99-us", 1.3, false)
 
-	acq, ok1 := r.median(caseContended8, ours, "acq/s")
-	peer, ok2 := r.median(caseContended8, redsync, "acq/s")
-	g := goal{what: "8 clients on one key: acquisitions/s vs redsync", want: "≥ 1.20×", got: "n/a", known: ok1 && ok2 && peer > 0}
-	if g.known {
-		g.got = fmt.Sprintf("%s (%.0f vs %.0f)", fmtRatio(acq/peer, 1.2), acq, peer)
-		g.met = acq/peer >= 1.2
-	}
-	gs = append(gs, g)
-	for _, w := range []struct {
-		what, unit string
-		limit      float64
-	}{{"wait p99", "wait-p99-us", 10_000}, {"wait max", "wait-max-us", 100_000}} {
-		v, ok := r.median(caseContended8, ours, w.unit)
-		gs = append(gs, goal{what: "8 clients on one key: " + w.what, want: "≤ " + us(w.limit),
-			got: r.cell(caseContended8, ours, w.unit, us), met: v <= w.limit, known: ok})
-	}
-	least, ok := r.median(caseContended8, ours, "min-share")
-	g = goal{what: "8 clients on one key: least share of a fair share", want: "≥ 0.80", got: "n/a", known: ok}
-	if g.known {
-		g.got, g.met = fmt.Sprintf("%.*f", decimals(least, 0.8), least), least >= 0.8
-	}
-	gs = append(gs, g)
+	gs = append(gs, contendedTargets(r)...)
 
 	grow := func(im string) (float64, bool) {
 		v3, ok3 := r.median(caseNodes(3), im, "ns/op")
@@ -334,7 +315,7 @@ func targets(r results) []goal {
 	}
 	x, okOurs := grow(ours)
 	y, okFloor := grow(floor)
-	g = goal{what: "N = 7 vs N = 3 (time/op)", want: "≤ the floor's", got: "n/a", known: okOurs && okFloor}
+	g := goal{what: "N = 7 vs N = 3 (time/op)", want: "≤ the floor's", got: "n/a", known: okOurs && okFloor}
 	if g.known {
 		d := decimals(x, y)
 		g.got = fmt.Sprintf("%.*f× (floor %.*f×)", d, x, d, y)
