@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/internal/wire"
 	"github.com/quorumlock/redlock/redlock"
@@ -79,5 +81,99 @@ func TestRealServersReleaseHandsTheKeyToTheFirstWaiter(t *testing.T) {
 	})
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An Unlock that nobody waits for sends no message, whatever the primitive: a Client that once
+// waited stays subscribed to every node, and in a fleet of such Clients a message on each
+// uncontended Unlock would reach every one of them. A subscriber to every channel of the nodes
+// hears nothing from Lock and Unlock of a mutex, a LockAll, a semaphore and an RWMutex (read
+// and write) once the Client has waited, until a message of the test's own that follows them.
+func TestRealServersUncontendedUnlockSendsNoMessage(t *testing.T) {
+	t.Parallel()
+	addrs := redistest.Addrs(redistest.StartN(t, 3))
+	nodes := redistest.Clients(t, addrs...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithRetryDelay(time.Hour, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	other, err := redlock.New(redistest.Clients(t, addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	// c waits once, so that it listens to the nodes, as every Client in a busy fleet does.
+	held, err := other.Lock(ctx, "wait-once", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *redlock.Lock, 1)
+	go func() {
+		l, err := c.Lock(ctx, "wait-once", time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	redistest.Eventually(t, "c waits in line", func() bool { return nodes[0].ZCard(ctx, companion("queue", "wait-once")).Val() == 1 })
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l := redistest.Receive(t, "c's Lock", got); l == nil || l.Unlock(ctx) != nil {
+		t.Fatal("c did not get the lock, or did not release it")
+	}
+	for i, node := range nodes { // the last release may still be in flight
+		redistest.Eventually(t, fmt.Sprintf("node %d released", i), func() bool { return node.Exists(ctx, "wait-once").Val() == 0 })
+	}
+
+	subs := make([]<-chan *redis.Message, len(nodes))
+	for i, node := range nodes {
+		ps := node.PSubscribe(ctx, "*")
+		t.Cleanup(func() { ps.Close() })
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		subs[i] = ps.Channel()
+	}
+	uncontended(t, ctx, c, nodes)
+	for i, node := range nodes {
+		if err := node.Publish(ctx, "test-end", "end").Err(); err != nil {
+			t.Fatal(err)
+		}
+		for m := range subs[i] {
+			if m.Channel == "test-end" {
+				break
+			}
+			t.Errorf("node %d: an uncontended Unlock sent %q on %q", i, m.Payload, m.Channel)
+		}
+	}
+}
+
+// uncontended takes and releases a mutex, a LockAll, a semaphore and an RWMutex (read and
+// write) with c, nobody else waiting, and returns once every node let them go.
+func uncontended(t *testing.T, ctx context.Context, c *redlock.Client, nodes []redis.UniversalClient) {
+	t.Helper()
+	sem, rw := semaphore(t, c, "quiet-sem", 2), rwMutex(t, c, "quiet-rw")
+	for _, take := range []func() (*redlock.Lock, error){
+		func() (*redlock.Lock, error) { return c.Lock(ctx, "quiet", time.Minute) },
+		func() (*redlock.Lock, error) { return c.LockAll(ctx, []string{"{q}a", "{q}b"}, time.Minute) },
+		func() (*redlock.Lock, error) { return sem.Lock(ctx, time.Minute) },
+		func() (*redlock.Lock, error) { return rw.Lock(ctx, time.Minute) },
+		func() (*redlock.Lock, error) { return rw.RLock(ctx, time.Minute) },
+	} {
+		l, err := take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := []string{"quiet", "{q}a", "{q}b", companion("semaphore", "quiet-sem"), companion("rwlock", "quiet-rw"), companion("readers", "quiet-rw")}
+	for i, node := range nodes { // Unlock returned at a quorum: let the last releases land
+		redistest.Eventually(t, fmt.Sprintf("node %d released everything", i), func() bool { return node.Exists(ctx, keys...).Val() == 0 })
 	}
 }

@@ -14,12 +14,14 @@ import (
 
 // multiOps are the commands of LockAll: every key is set, or none, on each node.
 type multiOps struct {
-	locks []wire.MutexKeys
-	keys  []string // the lock keys
+	locks   []wire.MutexKeys
+	keys    []string // the lock keys
+	watches []string // their watch marks
 }
 
 func (o multiOps) acquire(a attempt) command {
-	return run(wire.MultiAcquireScript, wire.MultiAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl})
+	return run(wire.MultiAcquireScript, wire.MultiWait{MultiAcquire: wire.MultiAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl},
+		Watches: o.watches, Watch: wire.Watching(a.waiter, a.lease)})
 }
 
 func (o multiOps) extend(token string, ttl time.Duration) command {
@@ -79,7 +81,7 @@ func (c *Client) multi(keys []string) (*spec, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("redlock: no keys")
 	}
-	o := multiOps{locks: make([]wire.MutexKeys, len(keys)), keys: make([]string, len(keys))}
+	o := multiOps{locks: make([]wire.MutexKeys, len(keys)), keys: make([]string, len(keys)), watches: make([]string, len(keys))}
 	for i, k := range keys {
 		if err := c.checkKey(k); err != nil {
 			return nil, fmt.Errorf("redlock: key %d: %w", i, err)
@@ -88,7 +90,7 @@ func (c *Client) multi(keys []string) (*spec, error) {
 			return nil, fmt.Errorf("redlock: key %q given twice (%d and %d)", k, j, i)
 		}
 		o.locks[i] = c.opts.names.Mutex(k)
-		o.keys[i] = o.locks[i].Lock
+		o.keys[i], o.watches[i] = o.locks[i].Lock, o.locks[i].Watch
 	}
 	if err := c.sameSlot(keys, o.keys); err != nil {
 		return nil, err

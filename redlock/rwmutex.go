@@ -19,7 +19,7 @@ type (
 )
 
 func (o readOps) acquire(a attempt) command {
-	return run(wire.ReadScript, wire.ReadAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl})
+	return run(wire.ReadScript, wire.ReadAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl, Watch: wire.Watching(a.waiter, a.lease)})
 }
 
 func (o readOps) claim(token string, ttl time.Duration) command {
@@ -27,7 +27,8 @@ func (o readOps) claim(token string, ttl time.Duration) command {
 }
 
 func (o writeOps) acquire(a attempt) command {
-	return run(wire.WriteScript, wire.WriteAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl, Waiter: a.waiter})
+	return run(wire.WriteScript, wire.WriteAcquire{Keys: o.keys, Token: a.token, TTL: a.ttl, Waiter: a.waiter,
+		Watch: wire.Watching(a.waiter, a.lease)})
 }
 
 func (o writeOps) extend(token string, ttl time.Duration) command {
@@ -75,7 +76,7 @@ func (c *Client) RWMutex(key string) (*RWMutex, error) {
 	// Readers and writers wait for the name of the writer's key: every release announces it.
 	wake := []string{keys.Writer}
 	return &RWMutex{c: c,
-		read:  &spec{kind: locktrace.KindRead, key: key, need: c.quorum, wake: wake, ops: readOps{holders{set: keys.Readers, wake: keys.Writer}, keys}},
+		read:  &spec{kind: locktrace.KindRead, key: key, need: c.quorum, wake: wake, ops: readOps{holders{set: keys.Readers, wake: keys.Writer, watch: keys.Watch}, keys}},
 		write: &spec{kind: locktrace.KindWrite, key: key, need: c.quorum, wake: wake, ops: writeOps{keys}},
 	}, nil
 }

@@ -11,15 +11,16 @@ import (
 )
 
 // holders are the commands that a semaphore's holders and an RWMutex's readers share: each
-// node keeps them in one sorted set, and a release announces the name wake.
-type holders struct{ set, wake string }
+// node keeps them in one sorted set, and a release announces the name wake while the mark
+// watch says that a call waits.
+type holders struct{ set, wake, watch string }
 
 func (h holders) extend(token string, ttl time.Duration) command {
 	return run(wire.HoldersExtendScript, wire.Extend{Key: h.set, Token: token, TTL: ttl})
 }
 
 func (h holders) release(token, channel, _ string) command {
-	return run(wire.HoldersReleaseScript, wire.HoldersRelease{Holders: h.set, Token: token, Channel: channel, Announce: h.wake})
+	return run(wire.HoldersReleaseScript, wire.HoldersRelease{Holders: h.set, Watch: h.watch, Token: token, Channel: channel, Announce: h.wake})
 }
 
 // rollback is silent: holders stand in no line, and try again at the retry delay.
@@ -34,7 +35,8 @@ type semaphoreOps struct {
 }
 
 func (o semaphoreOps) acquire(a attempt) command {
-	return run(wire.SemaphoreScript, wire.SemaphoreAcquire{Keys: wire.SemaphoreKeys{Holders: o.set}, Token: a.token, TTL: a.ttl, Permits: o.permits})
+	return run(wire.SemaphoreScript, wire.SemaphoreAcquire{Keys: wire.SemaphoreKeys{Holders: o.set, Watch: o.watch}, Token: a.token, TTL: a.ttl,
+		Permits: o.permits, Watch: wire.Watching(a.waiter, a.lease)})
 }
 
 func (o semaphoreOps) claim(token string, ttl time.Duration) command {
@@ -63,7 +65,7 @@ func (c *Client) Semaphore(key string, permits int) (*Semaphore, error) {
 	}
 	keys := c.opts.names.Semaphore(key)
 	return &Semaphore{c: c, s: &spec{kind: locktrace.KindSemaphore, key: key, need: quorum.Permits(len(c.nodes), permits),
-		wake: []string{keys.Holders}, ops: semaphoreOps{holders{set: keys.Holders, wake: keys.Holders}, permits}}}, nil
+		wake: []string{keys.Holders}, ops: semaphoreOps{holders{set: keys.Holders, wake: keys.Holders, watch: keys.Watch}, permits}}}, nil
 }
 
 // Quorum returns how many nodes a holder must hold: floor(permits*N/(permits+1)) + 1 of the N

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"slices"
 	"strconv"
 	"time"
 )
@@ -46,14 +47,14 @@ type Release struct {
 }
 
 func (r Release) Encode() (keys, args []string) {
-	all := []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases,
+	all := []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases, r.Keys.Watch,
 		r.Token, r.Channel, r.Keys.Lock, r.Waiter, rollback(r.Rollback), "", ""}
 	if !r.Rollback {
-		all = all[:8]
+		all = all[:9]
 	} else {
-		all[8], all[9] = strconv.FormatInt(r.Place, 10), Ms(r.Lease)
+		all[9], all[10] = strconv.FormatInt(r.Place, 10), Ms(r.Lease)
 	}
-	return all[:3:3], all[3:] // one allocation for both
+	return all[:4:4], all[4:] // one allocation for both
 }
 
 // rollback is the argument that marks a release as a failed attempt's roll-back.
@@ -72,7 +73,7 @@ type Leave struct {
 }
 
 func (l Leave) Encode() (keys, args []string) {
-	return []string{l.Keys.Lock, l.Keys.Queue, l.Keys.Leases}, []string{l.Waiter, l.Channel, l.Keys.Lock}
+	return []string{l.Keys.Lock, l.Keys.Queue, l.Keys.Leases, l.Keys.Watch}, []string{l.Waiter, l.Channel, l.Keys.Lock}
 }
 
 // Extend is extend.lua's call, for a lock key (a mutex's, or an RWMutex's writer), and
@@ -98,39 +99,43 @@ func (f Fence) Encode() (keys, args []string) {
 	return []string{f.Keys.Lock, f.Keys.Fence}, []string{f.Token, strconv.FormatUint(f.Fence, 10)}
 }
 
-// SemaphoreAcquire is semaphore.lua's call.
+// SemaphoreAcquire is semaphore.lua's call; Watch is Watching's.
 type SemaphoreAcquire struct {
 	Keys    SemaphoreKeys
 	Token   string
 	TTL     time.Duration
 	Permits int
+	Watch   string
 }
 
 func (s SemaphoreAcquire) Encode() (keys, args []string) {
-	return []string{s.Keys.Holders}, []string{s.Token, Ms(s.TTL), strconv.Itoa(s.Permits)}
+	return []string{s.Keys.Holders, s.Keys.Watch}, []string{s.Token, Ms(s.TTL), strconv.Itoa(s.Permits), s.Watch}
 }
 
-// HoldersRelease is holders_release.lua's call, announced as Announce on Channel ("" for none).
+// HoldersRelease is holders_release.lua's call, announced as Announce on Channel ("" for none)
+// while Watch, the mark of a waiting call, lives.
 type HoldersRelease struct {
 	Holders  string
+	Watch    string
 	Token    string
 	Channel  string
 	Announce string
 }
 
 func (h HoldersRelease) Encode() (keys, args []string) {
-	return []string{h.Holders}, []string{h.Token, h.Channel, h.Announce}
+	return []string{h.Holders, h.Watch}, []string{h.Token, h.Channel, h.Announce}
 }
 
-// ReadAcquire is read.lua's call.
+// ReadAcquire is read.lua's call; Watch is Watching's.
 type ReadAcquire struct {
 	Keys  RWMutexKeys
 	Token string
 	TTL   time.Duration
+	Watch string
 }
 
 func (r ReadAcquire) Encode() (keys, args []string) {
-	return []string{r.Keys.Writer, r.Keys.Readers, r.Keys.Mark}, []string{r.Token, Ms(r.TTL)}
+	return []string{r.Keys.Writer, r.Keys.Readers, r.Keys.Mark, r.Keys.Watch}, []string{r.Token, Ms(r.TTL), r.Watch}
 }
 
 // WriteAcquire is write.lua's call; a waiting writer names itself and marks the lock.
@@ -139,10 +144,11 @@ type WriteAcquire struct {
 	Token  string
 	TTL    time.Duration
 	Waiter string // "" for an attempt that does not wait
+	Watch  string // Watching's
 }
 
 func (w WriteAcquire) Encode() (keys, args []string) {
-	return []string{w.Keys.Writer, w.Keys.Readers, w.Keys.Mark}, []string{w.Token, Ms(w.TTL), w.Waiter}
+	return []string{w.Keys.Writer, w.Keys.Readers, w.Keys.Mark, w.Keys.Watch}, []string{w.Token, Ms(w.TTL), w.Waiter, w.Watch}
 }
 
 // WriteRelease is write_release.lua's call; Waiter is the name of the waiting writer that
@@ -155,7 +161,7 @@ type WriteRelease struct {
 }
 
 func (w WriteRelease) Encode() (keys, args []string) {
-	return []string{w.Keys.Writer, w.Keys.Mark}, []string{w.Token, w.Channel, w.Keys.Writer, w.Waiter}
+	return []string{w.Keys.Writer, w.Keys.Mark, w.Keys.Watch}, []string{w.Token, w.Channel, w.Keys.Writer, w.Waiter}
 }
 
 // WriteAbandon is write_abandon.lua's call: a waiting writer gives up.
@@ -166,11 +172,10 @@ type WriteAbandon struct {
 }
 
 func (w WriteAbandon) Encode() (keys, args []string) {
-	return []string{w.Keys.Mark}, []string{w.Waiter, w.Channel, w.Keys.Writer}
+	return []string{w.Keys.Mark, w.Keys.Watch}, []string{w.Waiter, w.Channel, w.Keys.Writer}
 }
 
-// MultiAcquire is multi_acquire.lua's call, and multi_extend.lua's and claim.lua's: the same
-// arguments.
+// MultiAcquire is multi_extend.lua's call and claim.lua's.
 type MultiAcquire struct {
 	Keys  []string // the lock keys
 	Token string
@@ -179,6 +184,18 @@ type MultiAcquire struct {
 
 func (m MultiAcquire) Encode() (keys, args []string) {
 	return m.Keys, []string{m.Token, Ms(m.TTL)}
+}
+
+// MultiWait is multi_acquire.lua's call: MultiAcquire's, and the keys' marks that a call waits
+// for their release (Watches, one a key), Watch as Watching's.
+type MultiWait struct {
+	MultiAcquire
+	Watches []string
+	Watch   string
+}
+
+func (m MultiWait) Encode() (keys, args []string) {
+	return append(slices.Clip(m.Keys), m.Watches...), []string{m.Token, Ms(m.TTL), m.Watch}
 }
 
 // MultiRelease is multi_release.lua's call.
@@ -191,11 +208,11 @@ type MultiRelease struct {
 
 func (m MultiRelease) Encode() (keys, args []string) {
 	n := len(m.Locks)
-	keys = make([]string, 3*n)
+	keys = make([]string, 4*n)
 	args = make([]string, 3, 3+n)
 	args[0], args[1], args[2] = m.Token, m.Channel, rollback(m.Rollback)
 	for i, k := range m.Locks {
-		keys[i], keys[n+i], keys[2*n+i] = k.Lock, k.Queue, k.Leases
+		keys[i], keys[n+i], keys[2*n+i], keys[3*n+i] = k.Lock, k.Queue, k.Leases, k.Watch
 		args = append(args, k.Lock)
 	}
 	return keys, args
@@ -244,7 +261,7 @@ func (r Resign) Encode() (keys, args []string) {
 	if r.Rollback {
 		args = append(args, strconv.FormatInt(r.Place, 10), Ms(r.Lease))
 	}
-	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases, r.Keys.Value}, args
+	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases, r.Keys.Value, r.Keys.Watch}, args
 }
 
 // Inspect is inspect.lua's call: every key that may hold the lock of one name.
@@ -257,4 +274,16 @@ type Inspect struct {
 
 func (i Inspect) Encode() (keys, args []string) {
 	return []string{i.Mutex.Lock, i.Mutex.Fence, i.RWMutex.Writer, i.RWMutex.Readers, i.Semaphore.Holders, i.Value}, nil
+}
+
+// Watching is how long a mark that a call waits for a release lasts, in ms as the scripts take
+// it: the lease of a waiting call's place, or "0" for a call that does not wait. A waiting call
+// without a place in a line (a LockAll's, a semaphore's, an RWMutex's) renews its mark with
+// every attempt, and a release announces itself to every Client only while such a mark lives:
+// an uncontended release sends no message.
+func Watching(waiter string, lease time.Duration) string {
+	if waiter == "" {
+		return "0"
+	}
+	return Ms(lease)
 }

@@ -157,9 +157,10 @@ func appendFields(names []string, v reflect.Value) []string {
 }
 
 // MutexKeys are the keys of a single-key lock: the lock key, its line of waiters (two sorted
-// sets, see queue.lua) and, with fencing, its counter ("" without).
+// sets, see queue.lua), the mark that a call without a place in the line (a LockAll's) waits
+// for a release of the key, and, with fencing, its counter ("" without).
 type MutexKeys struct {
-	Lock, Queue, Leases, Fence string
+	Lock, Queue, Leases, Watch, Fence string
 }
 
 // Mutex returns the keys of the lock of key, its fencing counter included.
@@ -172,7 +173,8 @@ func (n Names) Mutex(key string) MutexKeys {
 // Unfenced returns the keys of a single-key lock of key without its fencing counter (Fence
 // ""): a lock without fencing never touches it, and need not pay for its name.
 func (n Names) Unfenced(key string) MutexKeys {
-	return MutexKeys{Lock: n.Key(key), Queue: n.Companion("queue", key), Leases: n.Companion("leases", key)}
+	return MutexKeys{Lock: n.Key(key), Queue: n.Companion("queue", key), Leases: n.Companion("leases", key),
+		Watch: n.Companion("watch", key)}
 }
 
 // ElectionKeys are the keys of an election: a single-key lock of its own (its key, line and
@@ -190,26 +192,29 @@ func (n Names) Election(name string) ElectionKeys {
 			Lock:   n.Companion("election", name),
 			Queue:  n.Companion("election.queue", name),
 			Leases: n.Companion("election.leases", name),
+			Watch:  n.Companion("election.watch", name),
 			Fence:  n.Companion("election.fence", name),
 		},
 		Value: n.Companion("election.value", name),
 	}
 }
 
-// SemaphoreKeys are the keys of a semaphore: its holders.
+// SemaphoreKeys are the keys of a semaphore: its holders, and the mark that a call waits for
+// a release (see Watching).
 type SemaphoreKeys struct {
-	Holders string
+	Holders, Watch string
 }
 
 // Semaphore returns the keys of the semaphore named key.
 func (n Names) Semaphore(key string) SemaphoreKeys {
-	return SemaphoreKeys{Holders: n.Companion("semaphore", key)}
+	return SemaphoreKeys{Holders: n.Companion("semaphore", key), Watch: n.Companion("semaphore.watch", key)}
 }
 
 // RWMutexKeys are the keys of a read-write lock: the writer's key (a string holding its token),
-// the readers (holders) and the mark of a waiting writer.
+// the readers (holders), the mark of a waiting writer, and the mark that a call waits for a
+// release (see Watching).
 type RWMutexKeys struct {
-	Writer, Readers, Mark string
+	Writer, Readers, Mark, Watch string
 }
 
 // RWMutex returns the keys of the read-write lock named key.
@@ -218,5 +223,6 @@ func (n Names) RWMutex(key string) RWMutexKeys {
 		Writer:  n.Companion("rwlock", key),
 		Readers: n.Companion("readers", key),
 		Mark:    n.Companion("writing", key),
+		Watch:   n.Companion("rwlock.watch", key),
 	}
 }

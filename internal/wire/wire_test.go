@@ -184,10 +184,11 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if msg, want := next(), names.ClientChannel("c2")+" "+k.Lock+"\n"+w2; msg != want || c.Get(ctx, k.Lock).Val() != w2 {
 			t.Fatalf("announced %q, want %q; the key holds %q", msg, want, c.Get(ctx, k.Lock).Val())
 		}
-		// w2 gives up: what it was handed goes to the next, and with nobody left, to all.
+		// w2 gives up: what it was handed goes to the next, and with nobody left and nobody
+		// waiting without a place, to whoever asks first, told to nobody.
 		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w2, Channel: ch})
-		if msg, want := next(), ch+" "+k.Lock+"\n"; msg != want || c.Exists(ctx, k.Lock).Val() != 0 {
-			t.Fatalf("the waiter handed the key left; announced %q, want %q, and the key stays", msg, want)
+		if msg := next(); msg != "" || c.Exists(ctx, k.Lock).Val() != 0 {
+			t.Fatalf("the waiter handed the key left; announced %q, want nothing, and the key stays", msg)
 		}
 	})
 
@@ -208,10 +209,12 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if v := c.Get(ctx, k.Lock).Val(); v != w2 || next() != names.ClientChannel("c2")+" "+k.Lock+"\n"+w2 {
 			t.Fatalf("after w1's Unlock the key holds %q, want w2's name", v)
 		}
+		c.Set(ctx, k.Watch, "1", time.Minute) // a call without a place in line waits (a LockAll)
 		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w2, Channel: ch})
 		if msg := next(); msg != ch+" "+k.Lock+"\n" || c.Exists(ctx, k.Lock, k.Queue, k.Leases).Val() != 0 {
 			t.Fatalf("announced %q; the key or its line stays", msg)
 		}
+		c.Del(ctx, k.Watch)
 	})
 
 	t.Run("a lapsed lease drops the waiter", func(t *testing.T) {
@@ -236,10 +239,19 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if !granted(t, run(t, c, wire.AcquireScript, acq("C", w2, 20))) {
 			t.Fatal("the live waiter was refused")
 		}
+		// With nobody in line, a release tells every Client only while a call without a place
+		// in line (a LockAll) waits for the key: an uncontended release sends no message.
 		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "C", Channel: ch, Waiter: w2})
-		if msg, want := next(), ch+" "+k.Lock+"\n"; msg != want {
-			t.Fatalf("with nobody in line announced %q, want %q", msg, want)
+		if msg := next(); msg != "" || c.Exists(ctx, k.Lock).Val() != 0 {
+			t.Fatalf("with nobody waiting announced %q, want nothing, and the key stays", msg)
 		}
+		c.Set(ctx, k.Watch, "1", time.Minute)
+		run(t, c, wire.AcquireScript, acq("Z", "", 0))
+		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "Z", Channel: ch})
+		if msg, want := next(), ch+" "+k.Lock+"\n"; msg != want {
+			t.Fatalf("with a call waiting announced %q, want %q", msg, want)
+		}
+		c.Del(ctx, k.Watch)
 		// A roll-back with nobody in line wakes nobody: no waiter's turn came.
 		run(t, c, wire.AcquireScript, acq("Y", "", 0))
 		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "Y", Channel: ch, Rollback: true})
@@ -299,14 +311,23 @@ func TestScriptsOnARealServer(t *testing.T) {
 		sk := names.Semaphore("pool")
 		for i, tok := range []string{"s1", "s2", "s3"} {
 			got := granted(t, run(t, c, wire.SemaphoreScript, wire.SemaphoreAcquire{Keys: sk, Token: tok, TTL: time.Minute, Permits: 2}))
-			if got != (i < 2) {
-				t.Fatalf("holder %d of 2 permits: granted %v", i+1, got)
+			if got != (i < 2) || c.Exists(ctx, sk.Watch).Val() != 0 {
+				t.Fatalf("holder %d of 2 permits: granted %v, or a call that does not wait left a mark", i+1, got)
 			}
+		}
+		release := wire.HoldersRelease{Holders: sk.Holders, Watch: sk.Watch, Token: "s2", Channel: ch, Announce: sk.Holders}
+		if !held(t, run(t, c, wire.HoldersReleaseScript, release)) || next() != "" {
+			t.Fatal("holder not released, or a release with nobody waiting announced it")
+		}
+		run(t, c, wire.SemaphoreScript, wire.SemaphoreAcquire{Keys: sk, Token: "s2", TTL: time.Minute, Permits: 2})
+		waiting := wire.SemaphoreAcquire{Keys: sk, Token: "s3", TTL: time.Minute, Permits: 2, Watch: wire.Watching(w1, time.Minute)}
+		if granted(t, run(t, c, wire.SemaphoreScript, waiting)) || c.PTTL(ctx, sk.Watch).Val() <= 59*time.Second {
+			t.Fatal("a waiting call took a third permit, or left no mark for the lease")
 		}
 		if !held(t, run(t, c, wire.HoldersExtendScript, wire.Extend{Key: sk.Holders, Token: "s1", TTL: time.Hour})) {
 			t.Fatal("holder not extended")
 		}
-		if !held(t, run(t, c, wire.HoldersReleaseScript, wire.HoldersRelease{Holders: sk.Holders, Token: "s1", Channel: ch, Announce: sk.Holders})) {
+		if !held(t, run(t, c, wire.HoldersReleaseScript, wire.HoldersRelease{Holders: sk.Holders, Watch: sk.Watch, Token: "s1", Channel: ch, Announce: sk.Holders})) {
 			t.Fatal("holder not released")
 		}
 		if msg, want := next(), ch+" "+sk.Holders+"\n"; msg != want {
@@ -320,12 +341,13 @@ func TestScriptsOnARealServer(t *testing.T) {
 			return granted(t, run(t, c, wire.ReadScript, wire.ReadAcquire{Keys: rk, Token: tok, TTL: time.Minute}))
 		}
 		write := func(tok, waiter string) bool {
-			return granted(t, run(t, c, wire.WriteScript, wire.WriteAcquire{Keys: rk, Token: tok, TTL: time.Minute, Waiter: waiter}))
+			return granted(t, run(t, c, wire.WriteScript, wire.WriteAcquire{Keys: rk, Token: tok, TTL: time.Minute, Waiter: waiter,
+				Watch: wire.Watching(waiter, time.Minute)}))
 		}
-		if !read("r1") || write("w", "") || c.Exists(ctx, rk.Mark).Val() != 0 {
+		if !read("r1") || write("w", "") || c.Exists(ctx, rk.Mark, rk.Watch).Val() != 0 {
 			t.Fatal("a reader must keep a writer out, and a writer that does not wait leaves no mark")
 		}
-		if write("w", w1) || read("r2") {
+		if write("w", w1) || read("r2") || c.Exists(ctx, rk.Watch).Val() != 1 {
 			t.Fatal("a waiting writer must mark the lock and keep new readers out")
 		}
 		run(t, c, wire.WriteAbandonScript, wire.WriteAbandon{Keys: rk, Waiter: w1, Channel: ch})
@@ -346,6 +368,10 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if msg, want := next(), ch+" "+rk.Writer+"\n"; msg != want {
 			t.Fatalf("announced %q, want %q", msg, want)
 		}
+		c.Del(ctx, rk.Watch) // the waiting calls are gone: a release tells nobody
+		if !write("w2", "") || !held(t, run(t, c, wire.WriteReleaseScript, wire.WriteRelease{Keys: rk, Token: "w2", Channel: ch})) || next() != "" {
+			t.Fatal("an uncontended write release announced itself, or did not release")
+		}
 	})
 
 	t.Run("claim", func(t *testing.T) {
@@ -364,15 +390,19 @@ func TestScriptsOnARealServer(t *testing.T) {
 	t.Run("multi", func(t *testing.T) {
 		a, b := names.Mutex("a"), names.Mutex("b")
 		c.Set(ctx, b.Lock, "other", time.Minute)
-		all := wire.MultiAcquire{Keys: []string{a.Lock, b.Lock}, Token: "M", TTL: time.Minute}
+		all := wire.MultiWait{MultiAcquire: wire.MultiAcquire{Keys: []string{a.Lock, b.Lock}, Token: "M", TTL: time.Minute},
+			Watches: []string{a.Watch, b.Watch}, Watch: wire.Watching(w1, time.Minute)}
 		if granted(t, run(t, c, wire.MultiAcquireScript, all)) || c.Exists(ctx, a.Lock).Val() != 0 {
 			t.Fatal("LockAll set some keys of a set whose other key was taken")
+		}
+		if c.Exists(ctx, a.Watch, b.Watch).Val() != 2 {
+			t.Fatal("a waiting LockAll did not mark its keys")
 		}
 		c.Del(ctx, b.Lock)
 		if !granted(t, run(t, c, wire.MultiAcquireScript, all)) {
 			t.Fatal("LockAll of free keys refused")
 		}
-		if !held(t, run(t, c, wire.MultiExtendScript, all)) {
+		if !held(t, run(t, c, wire.MultiExtendScript, all.MultiAcquire)) {
 			t.Fatal("LockAll not extended")
 		}
 		run(t, c, wire.AcquireScript, wire.Acquire{Keys: wire.MutexKeys{Lock: b.Lock, Queue: b.Queue, Leases: b.Leases}, Token: "x", TTL: time.Minute, Waiter: w2, Place: 1, Lease: time.Minute})
@@ -398,6 +428,8 @@ func TestScriptsOnARealServer(t *testing.T) {
 			t.Fatalf("a roll-back announced %q", got)
 		}
 		run(t, c, wire.LeaveScript, wire.Leave{Keys: b, Waiter: w2})
+		next()
+		c.Del(ctx, a.Watch, b.Watch)
 	})
 
 	t.Run("election", func(t *testing.T) {
@@ -435,12 +467,8 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if !held(t, run(t, c, wire.ResignScript, wire.Resign{Keys: e, Token: "T1", Channel: ch})) {
 			t.Fatal("the leader did not resign")
 		}
-		got := []string{next(), next()}
-		slices.Sort(got)
-		want := []string{ch + " " + e.Lock + "\n", ch + " " + e.Value + "\n"}
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Fatalf("announced %q, want %q", got, want)
+		if got, want := []string{next(), next()}, []string{ch + " " + e.Value + "\n", ""}; !slices.Equal(got, want) {
+			t.Fatalf("announced %q, want %q: the term's end, and no free key that nobody waits for", got, want)
 		}
 		if n := c.Exists(ctx, e.Lock, e.Value).Val(); n != 0 {
 			t.Fatalf("%d keys of the term left", n)

@@ -263,7 +263,7 @@ func TestCheckCommandsAndACL(t *testing.T) {
 	expect(t, up, 0, "write", doctor.Fail, "the write failed (ERR unknown command 'evalsha'", "counts as no vote")
 	expect(t, up, 0, "acl", doctor.OK, "user default may run") // every command but the one renamed away
 	expect(t, up, 1, "commands", doctor.OK, "EVALSHA, EVAL, SET, PUBLISH, SUBSCRIBE, TIME")
-	expect(t, up, 1, "acl", doctor.OK, `user app may run every command the library sends on each kind of key (13) and channel (2) it touches, all "app:*"`)
+	expect(t, up, 1, "acl", doctor.OK, `user app may run every command the library sends on each kind of key (17) and channel (2) it touches, all "app:*"`)
 	expect(t, up, 2, "acl", doctor.Fail, "user app is refused PUBLISH, SUBSCRIBE", "'app:~redlock:released", "channel", "&app:*")
 }
 

@@ -27,8 +27,9 @@ local function extend(set, token, ms)
 end
 
 -- release takes token out of set. When it was a live holder, it announces the release of name
--- on channel (unless channel is ""), waking every waiter for name, and returns 1.
-local function release(set, token, channel, name)
+-- on channel while a waiting call's mark (watch) lives (never when channel is ""), waking every
+-- waiter for name, and returns 1.
+local function release(set, watch, token, channel, name)
 	local expiry = redis.call("ZSCORE", set, token)
 	if not expiry then
 		return 0
@@ -37,9 +38,18 @@ local function release(set, token, channel, name)
 	if tonumber(expiry) <= now_ms() then
 		return 0
 	end
-	if channel ~= "" then
+	if channel ~= "" and redis.call("EXISTS", watch) == 1 then
 		redis.call("PUBLISH", channel, name .. "\n")
 	end
 	return 1
 end
 
+
+-- refuse returns a refusal, after a waiting call marks watch for ms ("0" for a call that does
+-- not wait).
+local function refuse(watch, ms)
+	if (tonumber(ms) or 0) > 0 then
+		redis.call("SET", watch, "1", "PX", ms)
+	end
+	return {0}
+end

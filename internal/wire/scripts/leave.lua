@@ -1,17 +1,12 @@
 -- A waiter gives up (after queue.lua): it leaves the line, and what was its turn goes on: the
 -- key, when a release gave it to this waiter or it was first and the key is free, goes to the
--- next live waiter (queue.lua's hand), or with nobody left in line is let go and announced.
--- KEYS: the lock key, its queue, its leases. ARGV: the waiter's name, the channel, the key's
--- name in the announcement. Returns 1.
-local name, now = first(KEYS[2], KEYS[3], nil)
+-- next live waiter (queue.lua's let_go), or with nobody left in line is let go.
+-- KEYS: the lock key, its queue, its leases, its watch mark. ARGV: the waiter's name, the
+-- channel, the key's name in the announcement. Returns 1.
+local name = first(KEYS[2], KEYS[3], nil)
 leave(KEYS[2], KEYS[3], ARGV[1])
 local held = redis.call("GET", KEYS[1])
 if held == ARGV[1] or (name == ARGV[1] and not held) then
-	if not hand(KEYS[2], KEYS[3], ARGV[2], KEYS[1], ARGV[3], nil, now) then
-		if held then
-			redis.call("DEL", KEYS[1])
-		end
-		redis.call("PUBLISH", ARGV[2], ARGV[3] .. "\n")
-	end
+	let_go(KEYS[2], KEYS[3], ARGV[2], KEYS[1], ARGV[3], nil, false, KEYS[4])
 end
 return 1
