@@ -91,12 +91,12 @@ var (
 )
 
 // The scripts. Those that read a node's clock or raise a fencing counter start with lib.lua's
-// functions; those that read a lock's line of waiters go on with queue.lua's, the semaphore's
-// and the readers' with holders.lua's.
+// functions; those that read a lock's line of waiters start with queue.lua's, the semaphore's
+// and the readers' go on with holders.lua's.
 var (
-	AcquireScript        = newScript("acquire", lib, queueLib, acquireSrc)
-	ReleaseScript        = newScript("release", lib, queueLib, releaseSrc)
-	LeaveScript          = newScript("leave", lib, queueLib, leaveSrc)
+	AcquireScript        = newScript("acquire", queueLib, acquireSrc)
+	ReleaseScript        = newScript("release", queueLib, releaseSrc)
+	LeaveScript          = newScript("leave", queueLib, leaveSrc)
 	ExtendScript         = newScript("extend", extendSrc)
 	FenceScript          = newScript("fence", lib, fenceSrc)
 	SemaphoreScript      = newScript("semaphore", lib, holdersLib, semaphoreSrc)
@@ -108,11 +108,11 @@ var (
 	WriteAbandonScript   = newScript("write_abandon", writeAbandonSrc)
 	MultiAcquireScript   = newScript("multi_acquire", multiAcquireSrc)
 	MultiExtendScript    = newScript("multi_extend", multiExtendSrc)
-	MultiReleaseScript   = newScript("multi_release", lib, queueLib, multiReleaseSrc)
+	MultiReleaseScript   = newScript("multi_release", queueLib, multiReleaseSrc)
 	ClaimScript          = newScript("claim", claimSrc)
 	ElectScript          = newScript("elect", lib, electSrc)
 	ElectExtendScript    = newScript("elect_extend", electExtendSrc)
-	ResignScript         = newScript("resign", lib, queueLib, resignSrc)
+	ResignScript         = newScript("resign", queueLib, resignSrc)
 	InspectScript        = newScript("inspect", inspectSrc)
 )
 

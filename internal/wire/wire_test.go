@@ -106,9 +106,9 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if got := c.ZRange(ctx, k.Queue, 0, -1).Val(); !slices.Equal(got, []string{w1}) {
 			t.Fatalf("the line is %q", got)
 		}
-		for _, set := range []string{k.Queue, k.Leases} { // the line lasts the lease, no more than twice
-			if d := c.PTTL(ctx, set).Val(); d <= 59*time.Second || d > 2*time.Minute {
-				t.Fatalf("%s expires in %v, want the lease (1m) or twice as long", set, d)
+		for _, key := range []string{k.Queue, k.Leases + ":" + w1} { // the line lasts the lease, no more than twice
+			if d := c.PTTL(ctx, key).Val(); d <= 59*time.Second || d > 2*time.Minute {
+				t.Fatalf("%s expires in %v, want the lease (1m) or twice as long", key, d)
 			}
 		}
 		if held(t, run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "B", Channel: ch})) {
@@ -211,7 +211,7 @@ func TestScriptsOnARealServer(t *testing.T) {
 		}
 		c.Set(ctx, k.Watch, "1", time.Minute) // a call without a place in line waits (a LockAll)
 		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w2, Channel: ch})
-		if msg := next(); msg != ch+" "+k.Lock+"\n" || c.Exists(ctx, k.Lock, k.Queue, k.Leases).Val() != 0 {
+		if msg := next(); msg != ch+" "+k.Lock+"\n" || c.Exists(ctx, k.Lock, k.Queue, k.Leases+":"+w2).Val() != 0 {
 			t.Fatalf("announced %q; the key or its line stays", msg)
 		}
 		c.Del(ctx, k.Watch)
@@ -222,7 +222,7 @@ func TestScriptsOnARealServer(t *testing.T) {
 		run(t, c, wire.AcquireScript, acq("D", "", 0))
 		run(t, c, wire.AcquireScript, acq("B", w1, 5))
 		run(t, c, wire.AcquireScript, acq("C", w2, 20))
-		c.ZAdd(ctx, k.Leases, redis.Z{Score: 0, Member: w1})
+		c.Del(ctx, k.Leases+":"+w1)
 		// While the key is held, the waiter behind is told it is first: it tries again when
 		// the key expires, rather than waiting for a turn that would never be announced.
 		ok, g, err := wire.DecodeGrant(run(t, c, wire.AcquireScript, acq("C", w2, 20)))
@@ -271,7 +271,7 @@ func TestScriptsOnARealServer(t *testing.T) {
 		}
 		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w2, Channel: ch})
 		next()
-		if n := c.Exists(ctx, k.Queue, k.Leases).Val(); n != 0 {
+		if n := c.Exists(ctx, k.Queue, k.Leases+":"+w1, k.Leases+":"+w2).Val(); n != 0 {
 			t.Fatalf("%d sets of the line left", n)
 		}
 	})

@@ -5,25 +5,26 @@
 -- of it in line, or when a release gave it to this waiter (it holds the waiter's name);
 -- otherwise a waiter joins the line (or renews its lease). A waiter that takes the key leaves
 -- the line; if its attempt fails on the other nodes, the roll-back puts it back at its place.
--- Returns {0} when refused ({0, n, ms} to a waiter: n waiters are ahead of it in line, and the
--- key has ms milliseconds left, or -2 when free), {1} when set, and with fencing {1, counter,
--- seconds, microseconds}: the counter and this node's clock, read in the same step.
+-- Returns {0} when refused ({0, n, ms} to a waiter: n is 1 when a live waiter is ahead of it in
+-- line, 0 when it is first, and the key has ms milliseconds left, or -2 when free), {1} when
+-- set, and with fencing {1, counter, seconds, microseconds}: the counter and this node's clock,
+-- read in the same step.
 local name = ARGV[3]
 local held = redis.call("GET", KEYS[1])
 local free = not held
-local ahead, now
+local ahead
 if name ~= "" and held == name then
 	free = true -- a release gave the key to this waiter (queue.lua's hand)
 elseif name ~= "" then
 	-- first also drops the lapsed waiters at the front, so that a waiter behind only them is
 	-- told it is first.
-	ahead, now = first(KEYS[2], KEYS[3], nil, name)
+	ahead = first(KEYS[2], KEYS[3], name)
 	free = free and (not ahead or ahead == name)
 end
 if not free then
 	if name ~= "" then
-		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]), now or now_ms())
-		return {0, redis.call("ZRANK", KEYS[2], name), redis.call("PTTL", KEYS[1])}
+		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]))
+		return {0, (ahead and ahead ~= name) and 1 or 0, redis.call("PTTL", KEYS[1])}
 	end
 	return {0}
 end

@@ -3,7 +3,7 @@
 -- next live waiter (queue.lua's let_go), or with nobody left in line is let go.
 -- KEYS: the lock key, its queue, its leases, its watch mark. ARGV: the waiter's name, the
 -- channel, the key's name in the announcement. Returns 1.
-local name = first(KEYS[2], KEYS[3], nil)
+local name = first(KEYS[2], KEYS[3])
 leave(KEYS[2], KEYS[3], ARGV[1])
 local held = redis.call("GET", KEYS[1])
 if held == ARGV[1] or (name == ARGV[1] and not held) then

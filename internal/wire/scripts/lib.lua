@@ -1,4 +1,5 @@
--- What several scripts share; this text starts each of them (before queue.lua's or holders.lua's).
+-- What several scripts share: the start of those that read a node's clock or raise a fencing
+-- counter (before holders.lua's, when they read holders).
 
 -- now_ms reads the node's clock (TIME) in ms: a node decides expiry by its own clock, never by
 -- a client's.

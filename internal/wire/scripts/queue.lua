@@ -1,47 +1,46 @@
--- The waiters' queue of a lock, the start of every script that reads it. A queue is two sorted
--- sets of waiter names: one by each waiter's place in line, one by when its lease lapses (ms on
--- this node's clock). A waiter renews its lease with every attempt; one whose lease lapsed has
--- moved on (it gave up, crashed, or took a new name) and is dropped, so that it never blocks
--- the line.
+-- The waiters' queue of a lock, the start of every script that reads it. The queue is a sorted
+-- set of waiter names by each waiter's place in line; each waiter's lease is a key of its own,
+-- the leases key's name, a colon and the waiter's name (in the lock key's hash slot, as the
+-- leases key's tag puts it), that lives as long as the lease. A waiter renews its lease with
+-- every attempt; one whose lease lapsed has moved on (it gave up, crashed, or took a new name)
+-- and is dropped, so that it never blocks the line.
 
--- first drops the waiters at the front whose lease lapsed by now (read from the clock when nil
--- and someone is in line: TIME is the dearest call of an uncontended release) and returns the
--- first live one, or nil, now (nil if it was nil and nobody was in line), and when that one's
--- lease lapses. self, when not nil, is the waiter of the calling attempt: live, since it is
--- asking, so that a line it heads costs no clock or lease read (and no lapse is returned).
-local function first(queue, leases, now, self)
+local function lease_key(leases, name)
+	return leases .. ":" .. name
+end
+
+-- first drops the waiters at the front whose lease lapsed and returns the first live one, or
+-- nil, and the ms its lease has left. self, when not nil, is the waiter of the calling attempt:
+-- live, since it is asking, so that a line it heads costs no lease read (and no ms is returned).
+local function first(queue, leases, self)
 	for _ = 1, 1000 do
 		local name = redis.call("ZRANGE", queue, 0, 0)[1]
 		if not name or name == self then
-			return name, now
+			return name
 		end
-		now = now or now_ms()
-		local lapse = tonumber(redis.call("ZSCORE", leases, name))
-		if lapse and lapse > now then
-			return name, now, lapse
+		local left = redis.call("PTTL", lease_key(leases, name))
+		if left > 0 then
+			return name, left
 		end
 		redis.call("ZREM", queue, name)
-		redis.call("ZREM", leases, name)
 	end
-	return nil, now
+	return nil
 end
 
--- join puts name in line at place (or keeps its place) and renews its lease for lease_ms; both
--- sets are kept at least that long (twice as long when they need more, so that most joins
--- need not renew them). The two hold the same names and only join gives them a ttl, both at
--- once, so the queue's tells the ttl of both.
-local function join(queue, leases, name, place, lease_ms, now)
+-- join puts name in line at place (or keeps its place) and renews its lease for lease_ms. The
+-- queue is kept at least that long (twice as long when it needs more, so that most joins need
+-- not renew it).
+local function join(queue, leases, name, place, lease_ms)
 	redis.call("ZADD", queue, "NX", place, name)
-	redis.call("ZADD", leases, now + lease_ms, name)
+	redis.call("SET", lease_key(leases, name), "1", "PX", lease_ms)
 	if redis.call("PTTL", queue) < lease_ms then
 		redis.call("PEXPIRE", queue, 2 * lease_ms)
-		redis.call("PEXPIRE", leases, 2 * lease_ms)
 	end
 end
 
 local function leave(queue, leases, name)
 	redis.call("ZREM", queue, name)
-	redis.call("ZREM", leases, name)
+	redis.call("DEL", lease_key(leases, name))
 end
 
 -- hand gives key to the first live waiter in line, unless that is except: key holds the
@@ -50,14 +49,13 @@ end
 -- is told on its Client's channel (channel, a colon and the text of its name before the first
 -- dot): the message is keyname, a newline and the waiter's name. A message only wakes the
 -- waiter: what makes it the holder is its own attempt finding its name in key. Returns the
--- waiter, or nil when it gave key to nobody (and left key as it was). now is as first's.
-local function hand(queue, leases, channel, key, keyname, except, now)
-	local name, lapse
-	name, now, lapse = first(queue, leases, now)
+-- waiter, or nil when it gave key to nobody (and left key as it was).
+local function hand(queue, leases, channel, key, keyname, except)
+	local name, left = first(queue, leases)
 	if not name or name == except then
 		return nil
 	end
-	redis.call("SET", key, name, "PX", math.max(1, lapse - now))
+	redis.call("SET", key, name, "PX", left)
 	if channel ~= "" then
 		redis.call("PUBLISH", channel .. ":" .. string.match(name, "^[^.]*"), keyname .. "\n" .. name)
 	end
@@ -69,7 +67,7 @@ end
 -- newline), unless quiet or nobody waits without a place in the line: only while a waiting
 -- call's mark (watch) lives, so that an uncontended release sends no message.
 local function let_go(queue, leases, channel, key, keyname, except, quiet, watch)
-	if not hand(queue, leases, channel, key, keyname, except, nil) then
+	if not hand(queue, leases, channel, key, keyname, except) then
 		redis.call("DEL", key)
 		if channel ~= "" and not quiet and redis.call("EXISTS", watch) == 1 then
 			redis.call("PUBLISH", channel, keyname .. "\n")
@@ -88,7 +86,7 @@ local function release(key, queue, leases, watch, token, channel, keyname, waite
 	local held = redis.call("GET", key)
 	if held == token then
 		if rollback and waiter ~= "" then
-			join(queue, leases, waiter, place, lease_ms, now_ms())
+			join(queue, leases, waiter, place, lease_ms)
 		end
 		if #also > 0 then
 			redis.call("DEL", unpack(also))
