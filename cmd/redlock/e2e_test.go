@@ -504,8 +504,19 @@ func TestStatus(t *testing.T) {
 		}
 	}
 
-	// Two owners, one node each, the third free: split.
+	// A release handed the key to a waiting call on every node: handed, not held by a token.
 	l.Unlock(ctx)
+	for _, node := range c.clients {
+		node.Set(ctx, "k", "someclientid.7", time.Minute)
+	}
+	code, stdout, _ = runCmd(t, env, "status", "--key", "k")
+	if code != 0 || !strings.Contains(stdout, "verdict: handed on a quorum (3/3 nodes) to the waiting call someclie...") ||
+		strings.Count(stdout, "handed") != 4 {
+		t.Fatalf("handed: exit %d\n%s", code, stdout)
+	}
+
+	// Two owners, one node each, the third free: split.
+	c.clients[2].Del(ctx, "k")
 	c.clients[0].Set(ctx, "k", "token-of-one-owner", time.Minute)
 	c.clients[1].Set(ctx, "k", "token-of-another-owner", 0)
 	code, stdout, _ = runCmd(t, env, "status", "--key", "k")

@@ -26,6 +26,7 @@ type nodeStatus struct {
 	Master    string `json:"master,omitempty"` // with --cluster, the master that serves the vote
 	Reachable bool   `json:"reachable"`
 	Held      bool   `json:"held"`
+	Handed    bool   `json:"handed,omitempty"`  // held for a waiting call that has not taken it yet
 	TTLMillis int64  `json:"ttl_ms,omitempty"`  // remaining; -1 when the key has no expiry
 	Holder    string `json:"holder,omitempty"`  // the token, shortened
 	Owner     string `json:"owner,omitempty"`   // the owner stored with the token (redlock exec --owner)
@@ -41,18 +42,20 @@ type lockStatus struct {
 	Key     string       `json:"key"`
 	Cluster string       `json:"cluster,omitempty"` // with --cluster, its redacted URL: the nodes are its votes
 	Quorum  int          `json:"quorum"`
-	Verdict string       `json:"verdict"` // held, free, split or unknown
+	Verdict string       `json:"verdict"` // held, handed, free, split or unknown
 	Holder  string       `json:"holder,omitempty"`
 	Owner   string       `json:"owner,omitempty"` // the holder's owner (redlock exec --owner)
 	Votes   int          `json:"votes"`           // nodes holding the most common token
 	Nodes   []nodeStatus `json:"nodes"`
 }
 
-// The verdicts. A lock is held when one token is on a quorum of nodes, free when a quorum of
-// nodes answered and none holds the key, split when some node holds it but no token has a
-// quorum, and unknown when too few nodes answered to tell held from free.
+// The verdicts. A lock is held when one token is on a quorum of nodes, handed when a release
+// left it to a waiting call on a quorum of nodes and the call has not taken it yet, free when a
+// quorum of nodes answered and none holds the key, split when some node holds it but no token
+// has a quorum, and unknown when too few nodes answered to tell held from free.
 const (
 	verdictHeld    = "held"
+	verdictHanded  = "handed"
 	verdictFree    = "free"
 	verdictSplit   = "split"
 	verdictUnknown = "unknown"
@@ -148,9 +151,10 @@ const statusUsage = `usage: redlock status (--nodes URL,URL,... | --cluster URL 
        redlock status (--nodes URL,URL,... | --cluster URL --votes N) --election NAME [--ttl D] [-json]
 
 With --key, shows for every node whether it answered, whether it holds the key, the remaining
-TTL and the holder's token (shortened), then the verdict: held (one token on a quorum), free,
-split (held on some nodes, no quorum) or unknown (too few nodes answered). Exit status 0, or 1
-when the verdict is unknown.
+TTL and the holder's token (shortened), then the verdict: held (one token on a quorum), handed
+(a release left the key to a waiting call on a quorum, which has not taken it yet: state
+"handed"), free, split (held on some nodes, no quorum) or unknown (too few nodes answered).
+Exit status 0, or 1 when the verdict is unknown.
 
 With --election, shows the election's leader as a quorum of nodes sees it: its value, term
 and the time its term has left, or "no leader"; -json prints {"value": V, "term": N, "until":
@@ -208,6 +212,8 @@ func inspect(ctx context.Context, cs []redis.UniversalClient, nodes []node, stor
 		}
 	}
 	switch {
+	case st.Votes >= st.Quorum && handed(best):
+		st.Verdict, st.Holder = verdictHanded, shorten(best)
 	case st.Votes >= st.Quorum:
 		st.Verdict, st.Holder, st.Owner = verdictHeld, shorten(best), wire.Owner(best)
 	case holding > 0:
@@ -243,13 +249,20 @@ func inspectNode(ctx context.Context, c redis.UniversalClient, n node, stored st
 		return nodeStatus{Reachable: true, Fence: f}
 	}
 	tok := get.Val()
-	ns := nodeStatus{Reachable: true, Held: true, Holder: shorten(tok), Owner: wire.Owner(tok), token: tok, Fence: f}
+	ns := nodeStatus{Reachable: true, Held: true, Handed: handed(tok), Holder: shorten(tok), Owner: wire.Owner(tok), token: tok, Fence: f}
 	if d := pttl.Val(); d >= 0 {
 		ns.TTLMillis = max(d.Milliseconds(), 1) // a key about to expire still shows as held
 	} else {
 		ns.TTLMillis = -1
 	}
 	return ns
+}
+
+// handed reports whether a lock key's value is the name of a waiting call that a release
+// handed the key to, rather than a holder's token.
+func handed(value string) bool {
+	_, ok := wire.ParseWaiter(value)
+	return ok
 }
 
 // shorten keeps enough of a token to tell holders apart and not enough to release their lock.
@@ -297,6 +310,9 @@ func printStatus(w io.Writer, st lockStatus) {
 		case n.Held:
 			state, ttl, holder = "held", (time.Duration(n.TTLMillis) * time.Millisecond).String(), n.Holder
 		}
+		if n.Handed {
+			state = "handed"
+		}
 		if n.Fence != 0 {
 			fence = strconv.FormatUint(n.Fence, 10)
 		}
@@ -321,6 +337,8 @@ func printVerdict(w io.Writer, st lockStatus) {
 			by += " (" + st.Owner + ")"
 		}
 		fmt.Fprintf(w, "verdict: held on a quorum (%d/%s) by %s\n", st.Votes, count(len(st.Nodes), "node"), by)
+	case verdictHanded:
+		fmt.Fprintf(w, "verdict: handed on a quorum (%d/%s) to the waiting call %s, which has not taken it yet\n", st.Votes, count(len(st.Nodes), "node"), st.Holder)
 	case verdictFree:
 		fmt.Fprintln(w, "verdict: free")
 	case verdictSplit:
