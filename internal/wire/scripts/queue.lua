@@ -75,13 +75,13 @@ local function let_go(queue, leases, channel, key, keyname, except, quiet, watch
 	end
 end
 
--- release lets key go (let_go, watch as its) when it holds token, deleting the keys in also too, and returns
--- 1; else 0. Unlock's release also takes waiter (the one that acquired, or "") out of the line
--- where it is still in it, and passes on a hand-over that came to it after it had its quorum
--- elsewhere (key holds its name): a waiter that took the key left the line then. A roll-back's
--- puts waiter (the attempt's own) back at its place for lease_ms where the attempt took the key,
--- and gives key only to another waiter: one whose turn came while the failed attempt held the
--- key must not wait for its expiry, and nobody else needs telling.
+-- release lets key go (let_go, watch as its) when it holds token, deleting the keys in also
+-- too, and returns 1; else 0. Unlock's release also takes waiter (the one that acquired, or "")
+-- out of the line where it is still in it, and passes on a hand-over that came to it after it
+-- had its quorum elsewhere (key holds its name): a waiter that took the key left the line then.
+-- A roll-back's puts waiter (the attempt's own) back at its place for lease_ms where the attempt
+-- took the key, and gives key only to another waiter: one whose turn came while the failed
+-- attempt held the key must not wait for its expiry, and nobody else needs telling.
 local function release(key, queue, leases, watch, token, channel, keyname, waiter, rollback, place, lease_ms, also)
 	local held = redis.call("GET", key)
 	if held == token then
