@@ -39,12 +39,10 @@ type batchCall struct {
 // maxFree bounds the batchCalls a batcher keeps for reuse.
 const maxFree = 64
 
-// call returns a batchCall to fill in, reused when one is free. The free list is the batcher's
-// own, not a process-wide sync.Pool: a channel made inside a testing/synctest bubble (the
-// simulator's) must not be used outside it.
+// call returns a batchCall to fill in, reused when one is free; b.mu is held. The free list is
+// the batcher's own, not a process-wide sync.Pool: a channel made inside a testing/synctest
+// bubble (the simulator's) must not be used outside it.
 func (b *batcher) call() *batchCall {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if n := len(b.free); n > 0 {
 		c := b.free[n-1]
 		b.free = b.free[:n-1]
@@ -65,37 +63,39 @@ func (b *batcher) recycle(c *batchCall) {
 
 // process sends cmd, alone or in a batch, and returns its error or ctx's.
 func (b *batcher) process(ctx context.Context, cmd redis.Cmder) error {
-	if b.enter() {
+	call := b.enter(ctx, cmd)
+	if call == nil {
 		defer b.next()
 		return b.node.Process(ctx, cmd)
 	}
-	call := b.call()
-	call.ctx, call.cmd = ctx, cmd
 	if err := b.wait(call); err != nil {
 		return err
 	}
 	return cmd.Err()
 }
 
-// enter reports whether nothing was in flight, in which case the caller sends its call itself
-// at once and then calls next.
-func (b *batcher) enter() bool {
+// enter returns nil when nothing was in flight: the caller then sends cmd itself at once and
+// calls next. Otherwise it queues cmd behind the call in flight and returns its batchCall, to
+// wait on. Both in one hold of the lock: a call that found the node busy and queued only after
+// letting go of it would miss the call in flight ending meanwhile, finding the queue empty and
+// marking the node idle; nobody would then hand it the queue, and it would wait until its ctx
+// ended (a node timeout with no reply from a node that answers at once).
+func (b *batcher) enter(ctx context.Context, cmd redis.Cmder) *batchCall {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.busy {
-		return false
+	if !b.busy {
+		b.busy = true
+		return nil
 	}
-	b.busy = true
-	return true
+	call := b.call()
+	call.ctx, call.cmd = ctx, cmd
+	b.queue = append(b.queue, call)
+	return call
 }
 
-// wait queues call behind the one in flight until its command has its reply, or returns
-// ctx's error.
+// wait waits, with call queued behind the call in flight, until its command has its reply, or
+// returns ctx's error.
 func (b *batcher) wait(call *batchCall) error {
-	b.mu.Lock()
-	b.queue = append(b.queue, call)
-	b.mu.Unlock()
-
 	select {
 	case <-call.ready:
 	case <-call.ctx.Done():

@@ -1,0 +1,54 @@
+package goredisnode
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// A call that finds another in flight is queued behind it in the same step: were it queued
+// after, the call in flight could end in between, find nobody queued and leave the node idle,
+// and the call would wait for a turn that never comes until its context ended. Two calls at a
+// time to a node that answers at once, again and again: every call is answered, and the batcher
+// is idle after each pair. (Before the fix, a call in a few thousand pairs waited out its
+// deadline, as a lock's node call waited out the node timeout.)
+func TestBatcherCallQueuedBehindOneEndingIsSent(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, DialerRetries: 1,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+	defer c.Close()
+	b := &batcher{node: c}
+	pairs := 0
+	for start := time.Now(); pairs < 20000 && time.Since(start) < 5*time.Second; pairs++ {
+		var wg sync.WaitGroup
+		errs := make(chan error, 2)
+		for range 2 {
+			wg.Go(func() {
+				// Far longer than a reply from an in-process server takes under any load: a
+				// call that waits it out was never sent.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if err := b.process(ctx, redis.NewCmd(ctx, "ping")); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("pair %d: a call to a node that answers at once: %v", pairs, err)
+		}
+		b.mu.Lock()
+		busy, queued := b.busy, len(b.queue)
+		b.mu.Unlock()
+		if busy || queued != 0 {
+			t.Fatalf("pair %d answered, and the batcher is left busy %v with %d calls queued", pairs, busy, queued)
+		}
+	}
+	t.Logf("%d pairs", pairs)
+}
