@@ -37,6 +37,9 @@ type contender struct {
 	// there then (a node whose clock lags, or a holder that extended it), the next pause is
 	// the retry delay, so that nodes saying "about to expire" cannot make it spin.
 	atExpiry bool
+	// behind is set while others were ahead of it in line at its last attempt: it holds its
+	// place for longer (see lease).
+	behind bool
 }
 
 // A result is how an attempt that did not acquire went.
@@ -176,6 +179,21 @@ func (c *Client) lease() time.Duration {
 	return satAdd(c.opts.retryMax, satMul(c.opts.nodeTimeout, 3))
 }
 
+// behindLeases is how many of the Client's leases a waiter with others ahead of it in line
+// holds its place for: it renews its place that much less often, and a release that hands it
+// the key cuts its place back to one lease (queue.lua's hand), so that a waiter that died in
+// line holds the key up for one lease at most all the same.
+const behindLeases = 4
+
+// lease is how long the place of the contender's next attempt lasts: the Client's lease, or
+// behindLeases of them while others were ahead of it in line at its last attempt.
+func (k *contender) lease() time.Duration {
+	if k.behind {
+		return satMul(k.c.lease(), behindLeases)
+	}
+	return k.c.lease()
+}
+
 // pause waits after the failed attempt r until its timer fires, or until releases woke the
 // waiter (see heard).
 func (k *contender) pause(ctx context.Context, r result) error {
@@ -244,8 +262,8 @@ func expiry(out quorum.Outcome[wire.Grant], need int) time.Duration {
 // holder's expiry, how many split votes in a row) and returns how long to wait when no release
 // wakes the waiter. A waiter with a place in line needs no polling: the release that frees the
 // key hands it to the first live waiter in line on each node, and tells it. Its attempts only
-// renew its place, twice a lease, and one that finds the key handed to it takes it (so a lost
-// message costs at most that pause). It tries again when the key expires on a quorum of nodes,
+// renew its place, twice a lease (see lease), and one that finds the key handed to it takes it
+// (so a lost message costs at most that pause). It tries again when the key expires on a quorum of nodes,
 // if that comes sooner: a holder that crashed releases nothing, and a key handed to a waiter
 // that is gone lapses with that waiter's lease, so that a waiter that died in line holds the
 // key up for a lease at most. After a split vote, now or lately, it tries again sooner (see
@@ -258,7 +276,8 @@ func (k *contender) pauseAfter(r result) time.Duration {
 	}
 	pause := k.c.retryDelay()
 	if r.ahead >= 0 {
-		pause = k.c.lease() / 2
+		k.behind = r.ahead > 0
+		pause = k.lease() / 2
 	}
 	// Not twice in a row: a key still there at its expiry (a node whose clock lags, or a holder
 	// that extended it) must not make the waiter spin.

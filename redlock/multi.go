@@ -17,6 +17,7 @@ type multiOps struct {
 	locks   []wire.MutexKeys
 	keys    []string // the lock keys
 	watches []string // their watch marks
+	lease   time.Duration
 }
 
 func (o multiOps) acquire(a attempt) command {
@@ -29,11 +30,11 @@ func (o multiOps) extend(token string, ttl time.Duration) command {
 }
 
 func (o multiOps) release(token, channel, _ string) command {
-	return run(wire.MultiReleaseScript, wire.MultiRelease{Locks: o.locks, Token: token, Channel: channel})
+	return run(wire.MultiReleaseScript, wire.MultiRelease{Locks: o.locks, Token: token, Channel: channel, Lease: o.lease})
 }
 
 func (o multiOps) rollback(a attempt, channel string) command {
-	return run(wire.MultiReleaseScript, wire.MultiRelease{Locks: o.locks, Token: a.token, Channel: channel, Rollback: true})
+	return run(wire.MultiReleaseScript, wire.MultiRelease{Locks: o.locks, Token: a.token, Channel: channel, Rollback: true, Lease: o.lease})
 }
 
 func (o multiOps) claim(token string, ttl time.Duration) command {
@@ -81,7 +82,8 @@ func (c *Client) multi(keys []string) (*spec, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("redlock: no keys")
 	}
-	o := multiOps{locks: make([]wire.MutexKeys, len(keys)), keys: make([]string, len(keys)), watches: make([]string, len(keys))}
+	o := multiOps{locks: make([]wire.MutexKeys, len(keys)), keys: make([]string, len(keys)), watches: make([]string, len(keys)),
+		lease: c.lease()}
 	for i, k := range keys {
 		if err := c.checkKey(k); err != nil {
 			return nil, fmt.Errorf("redlock: key %d: %w", i, err)

@@ -15,9 +15,10 @@ import (
 
 // mutexOps are the commands of a single-key lock: the key is a plain string holding the token.
 // An attempt that does not wait is SET NX PX; a waiter's, or any with fencing, is acquire.lua,
-// which keeps the key's line of waiters.
+// which keeps the key's line of waiters. lease is the Client's lease of a place in line.
 type mutexOps struct {
-	keys wire.MutexKeys // Fence "" without fencing
+	keys  wire.MutexKeys // Fence "" without fencing
+	lease time.Duration
 }
 
 // mutexSpec is a mutex's spec with its ops and the name it wakes, made in one allocation:
@@ -34,7 +35,7 @@ func (c *Client) mutex(key string) *spec {
 	if !c.opts.fencing {
 		keys = c.opts.names.Unfenced
 	}
-	m := &mutexSpec{ops: mutexOps{keys(key)}}
+	m := &mutexSpec{ops: mutexOps{keys(key), c.lease()}}
 	m.wake[0] = m.ops.keys.Lock
 	m.spec = spec{kind: locktrace.KindMutex, key: key, need: c.quorum, wake: m.wake[:], ops: &m.ops}
 	if c.opts.fencing {
@@ -66,12 +67,12 @@ func (m mutexOps) extend(token string, ttl time.Duration) command {
 }
 
 func (m mutexOps) release(token, channel, waiter string) command {
-	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: token, Channel: channel, Waiter: waiter})
+	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: token, Channel: channel, Waiter: waiter, Lease: m.lease})
 }
 
 func (m mutexOps) rollback(a attempt, channel string) command {
 	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: a.token, Channel: channel, Waiter: a.waiter, Rollback: true,
-		Place: a.place, Lease: a.lease})
+		Place: a.place, Lease: m.lease})
 }
 
 func (m mutexOps) claim(token string, ttl time.Duration) command {
@@ -79,7 +80,7 @@ func (m mutexOps) claim(token string, ttl time.Duration) command {
 }
 
 func (m mutexOps) abandon(waiter, channel string) (command, bool) {
-	return run(wire.LeaveScript, wire.Leave{Keys: m.keys, Waiter: waiter, Channel: channel}), true
+	return run(wire.LeaveScript, wire.Leave{Keys: m.keys, Waiter: waiter, Channel: channel, Lease: m.lease}), true
 }
 
 // Lock acquires key for ttl, retrying until it succeeds, ctx is done or the Client is closed.

@@ -35,25 +35,22 @@ func (a Acquire) Encode() (keys, args []string) {
 // Rollback a failed attempt's roll-back, which gives the key only to the first live waiter,
 // if it is not the attempt's own. Waiter is, for Unlock, the waiter that acquired the lock
 // ("" for none), which leaves the line of every node; for a roll-back, the attempt's waiter,
-// which goes back to its place (Place, for Lease) where it took the key.
+// which goes back to its place (Place) where it took the key. Lease is the releasing Client's
+// lease of a place in line: a roll-back's waiter's, and the longest a key handed to a waiter
+// waits for it (0 for no bound but the waiter's own lease).
 type Release struct {
 	Keys     MutexKeys
 	Token    string
 	Channel  string
 	Waiter   string
 	Rollback bool
-	Place    int64         // a roll-back's waiter's place
-	Lease    time.Duration // and its lease
+	Place    int64
+	Lease    time.Duration
 }
 
 func (r Release) Encode() (keys, args []string) {
 	all := []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases, r.Keys.Watch,
-		r.Token, r.Channel, r.Keys.Lock, r.Waiter, rollback(r.Rollback), "", ""}
-	if !r.Rollback {
-		all = all[:9]
-	} else {
-		all[9], all[10] = strconv.FormatInt(r.Place, 10), Ms(r.Lease)
-	}
+		r.Token, r.Channel, r.Keys.Lock, r.Waiter, rollback(r.Rollback), strconv.FormatInt(r.Place, 10), Ms(r.Lease)}
 	return all[:4:4], all[4:] // one allocation for both
 }
 
@@ -65,15 +62,16 @@ func rollback(b bool) string {
 	return ""
 }
 
-// Leave is leave.lua's call: a waiter gives up its place.
+// Leave is leave.lua's call: a waiter gives up its place (Lease as in Release).
 type Leave struct {
 	Keys    MutexKeys
 	Waiter  string
 	Channel string
+	Lease   time.Duration
 }
 
 func (l Leave) Encode() (keys, args []string) {
-	return []string{l.Keys.Lock, l.Keys.Queue, l.Keys.Leases, l.Keys.Watch}, []string{l.Waiter, l.Channel, l.Keys.Lock}
+	return []string{l.Keys.Lock, l.Keys.Queue, l.Keys.Leases, l.Keys.Watch}, []string{l.Waiter, l.Channel, l.Keys.Lock, Ms(l.Lease)}
 }
 
 // Extend is extend.lua's call, for a lock key (a mutex's, or an RWMutex's writer), and
@@ -198,19 +196,20 @@ func (m MultiWait) Encode() (keys, args []string) {
 	return append(slices.Clip(m.Keys), m.Watches...), []string{m.Token, Ms(m.TTL), m.Watch}
 }
 
-// MultiRelease is multi_release.lua's call.
+// MultiRelease is multi_release.lua's call (Lease as in Release).
 type MultiRelease struct {
 	Locks    []MutexKeys
 	Token    string
 	Channel  string
 	Rollback bool // a failed attempt's: only each key's first live waiter is told
+	Lease    time.Duration
 }
 
 func (m MultiRelease) Encode() (keys, args []string) {
 	n := len(m.Locks)
 	keys = make([]string, 4*n)
-	args = make([]string, 3, 3+n)
-	args[0], args[1], args[2] = m.Token, m.Channel, rollback(m.Rollback)
+	args = make([]string, 4, 4+n)
+	args[0], args[1], args[2], args[3] = m.Token, m.Channel, rollback(m.Rollback), Ms(m.Lease)
 	for i, k := range m.Locks {
 		keys[i], keys[n+i], keys[2*n+i], keys[3*n+i] = k.Lock, k.Queue, k.Leases, k.Watch
 		args = append(args, k.Lock)
@@ -257,10 +256,8 @@ type Resign struct {
 }
 
 func (r Resign) Encode() (keys, args []string) {
-	args = []string{r.Token, r.Channel, r.Keys.Lock, r.Waiter, r.Keys.Value, rollback(r.Rollback)}
-	if r.Rollback {
-		args = append(args, strconv.FormatInt(r.Place, 10), Ms(r.Lease))
-	}
+	args = []string{r.Token, r.Channel, r.Keys.Lock, r.Waiter, r.Keys.Value, rollback(r.Rollback),
+		strconv.FormatInt(r.Place, 10), Ms(r.Lease)}
 	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases, r.Keys.Value, r.Keys.Watch}, args
 }
 

@@ -211,10 +211,30 @@ func TestScriptsOnARealServer(t *testing.T) {
 		}
 		c.Set(ctx, k.Watch, "1", time.Minute) // a call without a place in line waits (a LockAll)
 		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w2, Channel: ch})
-		if msg := next(); msg != ch+" "+k.Lock+"\n" || c.Exists(ctx, k.Lock, k.Queue, k.Leases+":"+w2).Val() != 0 {
+		if msg := next(); msg != ch+" "+k.Lock+"\n" || c.Exists(ctx, k.Lock, k.Queue).Val() != 0 {
 			t.Fatalf("announced %q; the key or its line stays", msg)
 		}
 		c.Del(ctx, k.Watch)
+	})
+
+	t.Run("a hand-over waits one lease at most", func(t *testing.T) {
+		// w1 joined far back in line, with a place for an hour; the release hands it the key
+		// for the releasing Client's lease (a minute), and cuts w1's place to that too.
+		run(t, c, wire.AcquireScript, acq("H", "", 0))
+		far := acq("x", w1, 1)
+		far.Lease = time.Hour
+		run(t, c, wire.AcquireScript, far)
+		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "H", Channel: ch, Lease: time.Minute})
+		next()
+		for _, key := range []string{k.Lock, k.Leases + ":" + w1} {
+			if d := c.PTTL(ctx, key).Val(); d <= 59*time.Second || d > time.Minute {
+				t.Fatalf("%s lasts %v after the hand-over, want the releaser's lease (1m)", key, d)
+			}
+		}
+		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w1, Channel: ch})
+		if c.Exists(ctx, k.Lock, k.Queue).Val() != 0 {
+			t.Fatal("the key or its line stays after the waiter left")
+		}
 	})
 
 	t.Run("a lapsed lease drops the waiter", func(t *testing.T) {
@@ -271,8 +291,11 @@ func TestScriptsOnARealServer(t *testing.T) {
 		}
 		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w2, Channel: ch})
 		next()
-		if n := c.Exists(ctx, k.Queue, k.Leases+":"+w1, k.Leases+":"+w2).Val(); n != 0 {
+		if n := c.Exists(ctx, k.Queue).Val(); n != 0 {
 			t.Fatalf("%d sets of the line left", n)
+		}
+		if d := c.PTTL(ctx, k.Leases+":"+w2).Val(); d <= 0 || d > time.Minute {
+			t.Fatalf("a lease key lasts %v after its waiter left, want its lease at most", d)
 		}
 	})
 

@@ -29,7 +29,7 @@ if not free then
 	return {0}
 end
 if held or ahead then -- a waiter that takes the key is waiting no more
-	leave(KEYS[2], KEYS[3], name)
+	leave(KEYS[2], name)
 end
 redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
 if KEYS[4] == nil then

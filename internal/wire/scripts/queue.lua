@@ -38,9 +38,10 @@ local function join(queue, leases, name, place, lease_ms)
 	end
 end
 
-local function leave(queue, leases, name)
+-- leave takes name out of line; its lease key lapses on its own (a roll-back that puts name
+-- back at its place renews it).
+local function leave(queue, name)
 	redis.call("ZREM", queue, name)
-	redis.call("DEL", lease_key(leases, name))
 end
 
 -- hand gives key to the first live waiter in line, unless that is except: key holds the
@@ -48,12 +49,18 @@ end
 -- acquire.lua) and a waiter that is gone holds up the line no longer than its lease. The waiter
 -- is told on its Client's channel (channel, a colon and the text of its name before the first
 -- dot): the message is keyname, a newline and the waiter's name. A message only wakes the
--- waiter: what makes it the holder is its own attempt finding its name in key. Returns the
--- waiter, or nil when it gave key to nobody (and left key as it was).
-local function hand(queue, leases, channel, key, keyname, except)
+-- waiter: what makes it the holder is its own attempt finding its name in key. A waiter far
+-- back in line may hold its place longer than cap_ms (the releasing Client's lease of a place,
+-- when above 0): key waits for it, and its place lasts, cap_ms at most then. Returns the waiter,
+-- or nil when it gave key to nobody (and left key as it was).
+local function hand(queue, leases, channel, key, keyname, except, cap_ms)
 	local name, left = first(queue, leases)
 	if not name or name == except then
 		return nil
+	end
+	if cap_ms and cap_ms > 0 and left > cap_ms then
+		left = cap_ms
+		redis.call("PEXPIRE", lease_key(leases, name), cap_ms)
 	end
 	redis.call("SET", key, name, "PX", left)
 	if channel ~= "" then
@@ -66,8 +73,8 @@ end
 -- else in line, to whoever asks first. Every Client is told that on channel (keyname and a
 -- newline), unless quiet or nobody waits without a place in the line: only while a waiting
 -- call's mark (watch) lives, so that an uncontended release sends no message.
-local function let_go(queue, leases, channel, key, keyname, except, quiet, watch)
-	if not hand(queue, leases, channel, key, keyname, except) then
+local function let_go(queue, leases, channel, key, keyname, except, quiet, watch, cap_ms)
+	if not hand(queue, leases, channel, key, keyname, except, cap_ms) then
 		redis.call("DEL", key)
 		if channel ~= "" and not quiet and redis.call("EXISTS", watch) == 1 then
 			redis.call("PUBLISH", channel, keyname .. "\n")
@@ -75,13 +82,14 @@ local function let_go(queue, leases, channel, key, keyname, except, quiet, watch
 	end
 end
 
--- release lets key go (let_go, watch as its) when it holds token, deleting the keys in also
--- too, and returns 1; else 0. Unlock's release also takes waiter (the one that acquired, or "")
--- out of the line where it is still in it, and passes on a hand-over that came to it after it
--- had its quorum elsewhere (key holds its name): a waiter that took the key left the line then.
--- A roll-back's puts waiter (the attempt's own) back at its place for lease_ms where the attempt
--- took the key, and gives key only to another waiter: one whose turn came while the failed
--- attempt held the key must not wait for its expiry, and nobody else needs telling.
+-- release lets key go (let_go, with watch, and lease_ms as its cap_ms) when it holds token,
+-- deleting the keys in also too, and returns 1; else 0. Unlock's release also takes waiter (the
+-- one that acquired, or "") out of the line where it is still in it, and passes on a hand-over
+-- that came to it after it had its quorum elsewhere (key holds its name): a waiter that took the
+-- key left the line then. A roll-back's puts waiter (the attempt's own) back at its place for
+-- lease_ms where the attempt took the key, and gives key only to another waiter: one whose turn
+-- came while the failed attempt held the key must not wait for its expiry, and nobody else needs
+-- telling.
 local function release(key, queue, leases, watch, token, channel, keyname, waiter, rollback, place, lease_ms, also)
 	local held = redis.call("GET", key)
 	if held == token then
@@ -91,13 +99,13 @@ local function release(key, queue, leases, watch, token, channel, keyname, waite
 		if #also > 0 then
 			redis.call("DEL", unpack(also))
 		end
-		let_go(queue, leases, channel, key, keyname, rollback and waiter or nil, rollback, watch)
+		let_go(queue, leases, channel, key, keyname, rollback and waiter or nil, rollback, watch, lease_ms)
 		return 1
 	end
 	if waiter ~= "" and not rollback then
-		leave(queue, leases, waiter)
+		leave(queue, waiter)
 		if held == waiter then
-			let_go(queue, leases, channel, key, keyname, nil, false, watch)
+			let_go(queue, leases, channel, key, keyname, nil, false, watch, lease_ms)
 		end
 	end
 	return 0
