@@ -50,33 +50,34 @@ func New[T any](n int) *Round[T] {
 	return &Round[T]{n: n, replies: make([]Reply[T], 0, n), arrived: make(chan struct{}, n)}
 }
 
-// Start calls call(ctx, i) for every node i in [0, n), each in its own goroutine tracked by wg
-// (when not nil), and returns at once. Bounding the calls in time is the caller's business:
-// Decide stops waiting when told to, and a call that goes on anyway ends when call returns.
-func Start[T any](ctx context.Context, wg *sync.WaitGroup, n int, call func(ctx context.Context, node int) (T, error)) *Round[T] {
+// A Runner runs functions on goroutines of its own, such as a *sync.WaitGroup (whose Go tracks
+// them) or a pool that keeps its goroutines for the next call.
+type Runner interface{ Go(f func()) }
+
+// Start calls call(ctx, i) for every node i in [0, n), each on a goroutine of run (a new one of
+// its own when run is nil), and returns at once. Bounding the calls in time is the caller's
+// business: Decide stops waiting when told to, and a call that goes on anyway ends when call
+// returns.
+func Start[T any](ctx context.Context, run Runner, n int, call func(ctx context.Context, node int) (T, error)) *Round[T] {
 	r := New[T](n)
 	for i := range n {
-		r.Go(ctx, wg, i, call)
+		r.Go(ctx, run, i, call)
 	}
 	return r
 }
 
-// Go calls call(ctx, node) in a goroutine tracked by wg (when not nil); its result is node's
-// reply.
-func (r *Round[T]) Go(ctx context.Context, wg *sync.WaitGroup, node int, call func(ctx context.Context, node int) (T, error)) {
-	if wg == nil {
-		go func() {
-			v, err := call(ctx, node)
-			r.Put(Reply[T]{Node: node, Value: v, Err: err})
-		}()
-		return
-	}
-	wg.Add(1)
-	go func() { // not wg.Go: its wrapper would cost an allocation a node
-		defer wg.Done()
+// Go calls call(ctx, node) on a goroutine of run (a new one of its own when run is nil); its
+// result is node's reply.
+func (r *Round[T]) Go(ctx context.Context, run Runner, node int, call func(ctx context.Context, node int) (T, error)) {
+	f := func() {
 		v, err := call(ctx, node)
 		r.Put(Reply[T]{Node: node, Value: v, Err: err})
-	}()
+	}
+	if run == nil {
+		go f()
+		return
+	}
+	run.Go(f)
 }
 
 // Put delivers a reply obtained elsewhere than by Go; it never blocks. Each node gets one reply.

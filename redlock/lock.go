@@ -329,7 +329,7 @@ func (l *Lock) sendAll(ctx, callCtx context.Context, rd round[struct{}], q *quor
 	}
 	for i := range l.c.nodes {
 		if !slices.Contains(pending, i) {
-			q.Go(callCtx, nil, i, call)
+			q.Go(callCtx, l.c.life.calls, i, call)
 		}
 	}
 	return pending
@@ -341,11 +341,11 @@ func (l *Lock) sendAll(ctx, callCtx context.Context, rd round[struct{}], q *quor
 func (rd round[T]) late(ctx, callCtx context.Context, q *quorum.Round[T], call func(context.Context, int) (T, error)) func(node int) {
 	return func(i int) {
 		if d, ok := callCtx.Deadline(); ok && time.Until(d) >= rd.wait {
-			q.Go(callCtx, nil, i, call)
+			q.Go(callCtx, rd.c.life.calls, i, call)
 			return
 		}
 		lateCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
-		q.Go(lateCtx, nil, i, func(ctx context.Context, i int) (T, error) {
+		q.Go(lateCtx, rd.c.life.calls, i, func(ctx context.Context, i int) (T, error) {
 			defer cancel()
 			return call(ctx, i)
 		})

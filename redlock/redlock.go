@@ -24,6 +24,7 @@ import (
 
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/wire"
+	"github.com/quorumlock/redlock/internal/workers"
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock/driver"
 	"github.com/quorumlock/redlock/redlock/goredisnode"
@@ -78,6 +79,9 @@ type lifecycle struct {
 	ctx, listening          context.Context
 	cancel, cancelListening context.CancelFunc
 	bg                      sync.WaitGroup
+	// calls runs the calls to the nodes, on goroutines it keeps for the next round: Close
+	// does not wait for a call that its node has not answered (see round.ask).
+	calls *workers.Pool
 }
 
 // New returns a Client over nodes, independent Redis masters (not replicas of one another);
@@ -161,7 +165,7 @@ func newClient(nodes []driver.Node, o options) *Client {
 		opts:        o,
 		clusterNode: -1,
 		held:        holdings{locks: make(map[*Lock]struct{})},
-		life:        lifecycle{done: make(chan time.Time)},
+		life:        lifecycle{done: make(chan time.Time), calls: workers.New()},
 	}
 	c.self.id, c.self.channel = newToken(), o.names.Channel()
 	c.life.ctx, c.life.cancel = context.WithCancel(context.Background())
@@ -238,6 +242,7 @@ func (c *Client) Close() error {
 	t.Stop()
 	c.life.cancel()
 	<-idle
+	c.life.calls.Close()
 	return nil
 }
 

@@ -40,7 +40,7 @@ type round[T any] struct {
 func (r round[T]) ask(ctx context.Context) *asked[T] {
 	c := r.c
 	callCtx, cancel := context.WithTimeout(ctx, max(r.wait, r.hold))
-	q := quorum.Start(callCtx, nil, len(c.nodes), r.call)
+	q := quorum.Start(callCtx, c.life.calls, len(c.nodes), r.call)
 	return &asked[T]{Outcome: r.decide(callCtx, q), c: c, q: q, cancel: cancel}
 }
 
