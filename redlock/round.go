@@ -71,15 +71,15 @@ func (a *asked[T]) linger(ctx context.Context, c *Client, d time.Duration) {
 	t.Stop()
 }
 
-// rest hands the replies still in flight to late (when not nil) as they come, in a goroutine
-// of the Client, until Close.
+// rest hands the replies still in flight to late (when not nil) as they come, on a worker of
+// the Client that Close waits for, until Close.
 func (a *asked[T]) rest(late func(quorum.Reply[T])) {
 	if len(a.Pending) == 0 {
 		a.cancel()
 		return
 	}
-	a.c.life.bg.Add(1)
-	go a.collect(late) // not bg.Go: its wrapper would cost another allocation a round
+	a.c.life.bg.Add(1) // not bg.Go: its wrapper would cost another allocation a round
+	a.c.life.calls.Go(func() { a.collect(late) })
 }
 
 // collect is rest's goroutine.

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// idleFor is how long a worker waits for its next function before it ends: long enough to
-// serve the next round of a steady caller, short enough that an unused pool holds no goroutine
-// for long.
+// idleFor is how long a worker waits for its next function before it ends (up to twice that):
+// long enough to serve the next round of a steady caller, short enough that an unused pool
+// holds no goroutine for long.
 const idleFor = 100 * time.Millisecond
 
 // A Pool runs functions on its workers. Its zero value is not usable: make one with New. Go is
@@ -37,17 +37,23 @@ func (p *Pool) Go(f func()) {
 	}
 }
 
-// work runs f, then the functions handed to it, until it was idle for idleFor or p closed.
+// work runs f, then the functions handed to it, until a whole idleFor passed without one, or p
+// closed. A ticker tells the time, so that a function costs no timer of its own.
 func (p *Pool) work(f func()) {
-	t := time.NewTimer(idleFor)
-	defer t.Stop()
+	tick := time.NewTicker(idleFor)
+	defer tick.Stop()
+	f()
+	ran := true // since the last tick
 	for {
-		f()
-		t.Reset(idleFor)
 		select {
 		case f = <-p.handoff:
-		case <-t.C:
-			return
+			f()
+			ran = true
+		case <-tick.C:
+			if !ran {
+				return
+			}
+			ran = false
 		case <-p.closed:
 			return
 		}
