@@ -53,7 +53,7 @@ simulate-real: ## the same catalog on redis-server processes with real faults (n
 bench-check: ## vet and compile the bench module (its own go.mod) and run its tests: redsync's exclusion with redlock on one key, benchreport's round-by-round targets; runs no benchmark
 	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
-bench: ## benchmarks beside redsync and redislock in interleaved rounds; writes bench/BENCHMARKS.md (~11 min: 8 rounds of ~80 s, half of each the gray-failure case)
+bench: ## benchmarks beside redsync, redislock, rueidislock and etcd in interleaved rounds; writes bench/BENCHMARKS.md (~17 min: 8 rounds of ~2 min, a third of each the gray-failure case)
 	cd bench && GO=$(GO) ./run.sh
 
 bench-report: ## rewrite bench/BENCHMARKS.md from the results of the last make bench, running nothing

@@ -3,9 +3,9 @@
 # minute on the shared machine touches every library alike, rather than five runs of one case
 # in a row), then benchstat, then BENCHMARKS.md and its chart from those results.
 #
-# ROUNDS (default 8) sets the number of rounds; about 100 s each on 2 cores, 40 s of it the
-# gray-failure case (9 windows of 4 s) and 20 s the leader election's fail-overs (10 crashes
-# with a 1 s ttl). The fail-over case measures etcd beside this library when etcd is installed
+# ROUNDS (default 8) sets the number of rounds; about 2 min each on 2 cores, 40 s of it the
+# gray-failure case (9 windows of 4 s), 20 s the leader election's fail-overs (10 crashes with a
+# 1 s ttl, for each library) and 14 s the held cases (windows of 2 s and 5 s). The fail-over case measures etcd beside this library when etcd is installed
 # (apt-get install -y etcd-server: Debian's); without it, it skips etcd and says so.
 set -euo pipefail
 cd "$(dirname "$0")"
