@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/locktrace"
 )
 
 func closed(ch <-chan struct{}) bool {
@@ -87,19 +90,33 @@ func TestExtendFindingTheKeyGoneEndsTheLock(t *testing.T) {
 	}
 }
 
-// Do keeps the lock while fn runs well past the ttl, and releases it afterwards.
+// Do keeps the lock while fn runs well past the ttl, and releases it afterwards. The Client's
+// clock and the nodes' move only when fn moves them (manualClock): each step leaves the lock
+// less than a third of its ttl, so that the keeper extends it, and fn waits for that extension
+// before it looks and steps again. On the real clock an extension had to land within a third of
+// a 1 s ttl, a race with the machine: beside four busy loops, at a load of 13, the three
+// miniredis calls of one took 240 to 600 ms, and the lock was lost.
 func TestDoExtendsWhileFnRuns(t *testing.T) {
 	t.Parallel()
-	ms, c := cluster(t, 3)
-	ctx := context.Background()
+	const ttl = time.Minute
+	clk := newManualClock()
+	extended, watch := watchExtends()
+	ms, c := cluster(t, 3, redlock.WithClock(clk), watch)
+	clk.follow(ms)
+	// A deadline: a retry of the acquisition would wait on the manual clock.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	ran := false
-	err := c.Do(ctx, "job", time.Second, func(ctx context.Context) error {
-		for range 30 { // 3s: several ttls
-			work(100 * time.Millisecond)
-			if ctx.Err() != nil {
-				return ctx.Err()
+	err := c.Do(ctx, "job", ttl, func(ctx context.Context) error {
+		for range 4 { // 3 minutes: several ttls
+			clk.advance(ttl * 3 / 4)
+			if err := redistest.Receive(t, "the keeper extends the lock", extended); err != nil {
+				return fmt.Errorf("the keeper's extension: %w", err)
 			}
-			if _, err := c.TryLock(context.Background(), "job", time.Second); !errors.Is(err, redlock.ErrNotAcquired) {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			if _, err := c.TryLock(context.Background(), "job", ttl); !errors.Is(err, redlock.ErrNotAcquired) {
 				return fmt.Errorf("the key was free while Do held it: %v", err)
 			}
 		}
@@ -115,6 +132,102 @@ func TestDoExtendsWhileFnRuns(t *testing.T) {
 			t.Fatalf("node %d still holds the key after Do", i)
 		}
 	}
+}
+
+// A manualClock is a Client's clock that moves only when the test moves it, and with it the
+// clocks of the nodes it follows (their TIME and their keys' ttls): a test of keep-alives then
+// sees each extension happen before the validity ends, however long a busy machine takes to
+// run it. Its timers fire when advance reaches them; one the Client stopped stays stopped.
+type manualClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []manualTimer
+	nodes  []*miniredis.Miniredis
+}
+
+type manualTimer struct {
+	at time.Time
+	t  *time.Timer
+}
+
+// never is how long a manualClock's timer waits on the real clock: until advance fires it.
+const never = 100 * 365 * 24 * time.Hour
+
+func newManualClock() *manualClock { return &manualClock{now: time.Now()} }
+
+// follow sets the nodes' clocks to c's, and has advance move them on with it.
+func (c *manualClock) follow(nodes []*miniredis.Miniredis) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes = nodes
+	for _, m := range nodes {
+		m.SetTime(c.now)
+	}
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) NewTimer(d time.Duration) *time.Timer {
+	if d <= 0 {
+		return time.NewTimer(0)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := time.NewTimer(never)
+	c.timers = append(c.timers, manualTimer{at: c.now.Add(d), t: t})
+	return t
+}
+
+func (c *manualClock) AfterFunc(d time.Duration, f func()) *time.Timer {
+	if d <= 0 {
+		return time.AfterFunc(0, f)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := time.AfterFunc(never, f)
+	c.timers = append(c.timers, manualTimer{at: c.now.Add(d), t: t})
+	return t
+}
+
+// advance moves c and the nodes it follows on by d, and fires the timers due by then.
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	for _, m := range c.nodes {
+		m.SetTime(c.now)
+		m.FastForward(d)
+	}
+	due := func(mt manualTimer) bool {
+		if mt.at.After(c.now) {
+			return false
+		}
+		if mt.t.Stop() { // not stopped by the Client: it fires now
+			mt.t.Reset(0)
+		}
+		return true
+	}
+	c.timers = slices.DeleteFunc(c.timers, due)
+}
+
+// watchExtends returns a channel that receives the error (nil for success) of every Extend the
+// Client makes, a keeper's included, and the Option that reports them.
+func watchExtends() (<-chan error, redlock.Option) {
+	ch := make(chan error, 64)
+	return ch, redlock.WithObserver(locktrace.Observer{
+		End: func(_ context.Context, call locktrace.Call, r locktrace.Return) {
+			if call.Op == locktrace.OpExtend {
+				select {
+				case ch <- r.Err:
+				default: // a test waits for fewer
+				}
+			}
+		},
+	})
 }
 
 func TestDoReturnsFnError(t *testing.T) {

@@ -3,12 +3,13 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"sync"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -67,35 +68,42 @@ func TestSemaphoreAdmitsPermits(t *testing.T) {
 }
 
 // Semaphore.Do and RWMutex.RDo keep their lock extended while fn runs past the ttl, and release
-// it when fn returns.
+// it when fn returns. The clocks move only when fn moves them (see TestDoExtendsWhileFnRuns):
+// on the real clock, with a 1.5 s ttl extended when 500 ms were left, a loaded machine still
+// lost the lock now and then. They run one after another, each fn waiting for its keeper's
+// extensions.
 func TestPrimitivesDoExtendWhileFnRuns(t *testing.T) {
 	t.Parallel()
-	_, c := cluster(t, 3)
-	ctx := context.Background()
+	const ttl = time.Minute
+	clk := newManualClock()
+	extended, watch := watchExtends()
+	ms, c := cluster(t, 3, redlock.WithClock(clk), watch)
+	clk.follow(ms)
+	// A deadline: a retry of an acquisition would wait on the manual clock.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	sem := semaphore(t, c, "pool", 1)
 	rw := rwMutex(t, c, "doc")
-	// A ttl of 1.5 s is extended when 500 ms are left: slack enough for a loaded machine (with
-	// 200 ms, a make test beside four busy loops, at a load of 17, lost the lock). The three run
-	// at once.
-	var wg sync.WaitGroup
-	for name, do := range map[string]func(context.Context, time.Duration, func(context.Context) error) error{
-		"Semaphore.Do": sem.Do, "RWMutex.RDo": rw.RDo, "RWMutex.Do": rw.Do,
-	} {
-		wg.Go(func() {
-			err := do(ctx, 1500*time.Millisecond, func(ctx context.Context) error {
-				select {
-				case <-time.After(3500 * time.Millisecond): // over two ttls
-					return nil
-				case <-ctx.Done():
+	for _, p := range []struct {
+		name string
+		do   func(context.Context, time.Duration, func(context.Context) error) error
+	}{{"Semaphore.Do", sem.Do}, {"RWMutex.RDo", rw.RDo}, {"RWMutex.Do", rw.Do}} {
+		err := p.do(ctx, ttl, func(ctx context.Context) error {
+			for range 3 { // over two ttls
+				clk.advance(ttl * 3 / 4)
+				if err := redistest.Receive(t, p.name+"'s keeper extends the lock", extended); err != nil {
+					return fmt.Errorf("the keeper's extension: %w", err)
+				}
+				if ctx.Err() != nil {
 					return context.Cause(ctx)
 				}
-			})
-			if err != nil {
-				t.Errorf("%s: %v", name, err)
 			}
+			return nil
 		})
+		if err != nil {
+			t.Errorf("%s: %v", p.name, err)
+		}
 	}
-	wg.Wait()
 	// Released: a permit and the write lock are free at once.
 	if l, err := sem.TryLock(ctx, time.Second); err != nil {
 		t.Fatal(err)
