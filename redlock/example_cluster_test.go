@@ -41,7 +41,9 @@ func ExampleNew_clusters() {
 		nodes[i] = cc
 	}
 
-	locker, err := redlock.New(nodes, redlock.WithFencing())
+	// A generous node timeout: the stand-ins share one process, and Unlock's round is decided
+	// within the node timeout (100 ms by default), which a busy machine can miss.
+	locker, err := redlock.New(nodes, redlock.WithFencing(), redlock.WithNodeTimeout(2*time.Second))
 	if err != nil {
 		fmt.Println(err)
 		return
