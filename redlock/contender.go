@@ -260,14 +260,13 @@ func expiry(out quorum.Outcome[wire.Grant], need int) time.Duration {
 
 // pauseAfter takes the failed attempt r into the waiter's episode (whether its pause ends at the
 // holder's expiry, how many split votes in a row) and returns how long to wait when no release
-// wakes the waiter. A waiter with a place in line needs no polling: the release that frees the
-// key hands it to the first live waiter in line on each node, and tells it. Its attempts only
-// renew its place, twice a lease (see lease), and one that finds the key handed to it takes it
-// (so a lost message costs at most that pause). It tries again when the key expires on a quorum of nodes,
-// if that comes sooner: a holder that crashed releases nothing, and a key handed to a waiter
-// that is gone lapses with that waiter's lease, so that a waiter that died in line holds the
-// key up for a lease at most. After a split vote, now or lately, it tries again sooner (see
-// splitPause).
+// wakes the waiter. A waiter with a place in line needs no polling: the release that frees the key
+// hands it to the first live waiter in line on each node, and tells it. Its attempts only renew its
+// place, twice a lease (see lease), and one that finds the key handed to it takes it (so a lost
+// message costs at most that pause). It tries again when the key expires on a quorum of nodes, if
+// that comes sooner: a holder that crashed releases nothing, and a key handed to a waiter that is
+// gone lapses with that waiter's lease, so that a waiter that died in line holds the key up for a
+// lease at most. After a split vote, now or lately, it tries again sooner (see splitPause).
 func (k *contender) pauseAfter(r result) time.Duration {
 	select {
 	case <-k.ready:
