@@ -25,15 +25,7 @@ func TestRealServersReleaseHandsTheKeyToTheFirstWaiter(t *testing.T) {
 	nodes := redistest.Clients(t, addrs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	newClient := func() *redlock.Client {
-		c, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithNodeTimeout(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	holder, newcomer := newClient(), newClient()
+	holder, newcomer := realClient(t, addrs, redlock.WithNodeTimeout(time.Second)), realClient(t, addrs, redlock.WithNodeTimeout(time.Second))
 	held, err := holder.Lock(ctx, "handed", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -96,16 +88,7 @@ func TestRealServersUncontendedUnlockSendsNoMessage(t *testing.T) {
 	nodes := redistest.Clients(t, addrs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithRetryDelay(time.Hour, time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	other, err := redlock.New(redistest.Clients(t, addrs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
+	c, other := realClient(t, addrs, redlock.WithRetryDelay(time.Hour, time.Hour)), realClient(t, addrs)
 	// c waits once, so that it listens to the nodes, as every Client in a busy fleet does.
 	held, err := other.Lock(ctx, "wait-once", time.Minute)
 	if err != nil {
@@ -177,4 +160,15 @@ func uncontended(t *testing.T, ctx context.Context, c *redlock.Client, nodes []r
 	for i, node := range nodes { // Unlock returned at a quorum: let the last releases land
 		redistest.Eventually(t, fmt.Sprintf("node %d released everything", i), func() bool { return node.Exists(ctx, keys...).Val() == 0 })
 	}
+}
+
+// realClient returns a Client over new go-redis clients of addrs, closed when t ends.
+func realClient(t *testing.T, addrs []string, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(redistest.Clients(t, addrs...), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

@@ -99,13 +99,7 @@ func TestExtendFindingTheKeyGoneEndsTheLock(t *testing.T) {
 func TestDoExtendsWhileFnRuns(t *testing.T) {
 	t.Parallel()
 	const ttl = time.Minute
-	clk := newManualClock()
-	extended, watch := watchExtends()
-	ms, c := cluster(t, 3, redlock.WithClock(clk), watch)
-	clk.follow(ms)
-	// A deadline: a retry of the acquisition would wait on the manual clock.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	clk, extended, ms, c, ctx := manualCluster(t)
 	ran := false
 	err := c.Do(ctx, "job", ttl, func(ctx context.Context) error {
 		for range 4 { // 3 minutes: several ttls
@@ -154,6 +148,19 @@ type manualTimer struct {
 const never = 100 * 365 * 24 * time.Hour
 
 func newManualClock() *manualClock { return &manualClock{now: time.Now()} }
+
+// manualCluster returns 3 miniredis nodes and a Client over them on a manual clock that the
+// nodes follow, the channel on which its extensions are seen (see watchExtends), and a context with a
+// deadline: a call that retried would wait on the manual clock.
+func manualCluster(t *testing.T) (*manualClock, <-chan error, []*miniredis.Miniredis, *redlock.Client, context.Context) {
+	clk := newManualClock()
+	extended, watch := watchExtends()
+	ms, c := cluster(t, 3, redlock.WithClock(clk), watch)
+	clk.follow(ms)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return clk, extended, ms, c, ctx
+}
 
 // follow sets the nodes' clocks to c's, and has advance move them on with it.
 func (c *manualClock) follow(nodes []*miniredis.Miniredis) {

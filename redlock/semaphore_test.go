@@ -75,13 +75,7 @@ func TestSemaphoreAdmitsPermits(t *testing.T) {
 func TestPrimitivesDoExtendWhileFnRuns(t *testing.T) {
 	t.Parallel()
 	const ttl = time.Minute
-	clk := newManualClock()
-	extended, watch := watchExtends()
-	ms, c := cluster(t, 3, redlock.WithClock(clk), watch)
-	clk.follow(ms)
-	// A deadline: a retry of an acquisition would wait on the manual clock.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	clk, extended, _, c, ctx := manualCluster(t)
 	sem := semaphore(t, c, "pool", 1)
 	rw := rwMutex(t, c, "doc")
 	for _, p := range []struct {
