@@ -128,6 +128,7 @@ func BenchmarkRueidis(b *testing.B) {
 								l.close()
 							}
 						}()
+						warm(ls, 0)
 						as := addrs(b, 5, false)
 						before := readWork(b, as)
 						acquired := contended(b, ls, contendWindow, 0, nil)
