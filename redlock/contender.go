@@ -181,8 +181,8 @@ func (c *Client) lease() time.Duration {
 
 // behindLeases is how many of the Client's leases a waiter with others ahead of it in line
 // holds its place for: it renews its place that much less often, and a release that hands it
-// the key cuts its place back to one lease (queue.lua's hand), so that a waiter that died in
-// line holds the key up for one lease at most all the same.
+// the key waits for it one of the releasing Client's leases at most (hand.lua), so that a
+// waiter that died in line holds the key up for one lease at most all the same.
 const behindLeases = 4
 
 // lease is how long the place of the contender's next attempt lasts: the Client's lease, or

@@ -20,7 +20,7 @@ func TestACLOfTheDoctorRunsEveryPrimitive(t *testing.T) {
 	t.Parallel()
 	rules := append(redistest.ACLPatterns(redistest.ACLKinds(t, "app:"), -1), "-@all", "+@connection", "+unsubscribe")
 	for _, cmd := range []string{"EVALSHA", "EVAL", "SET", "PUBLISH", "SUBSCRIBE", "TIME", "DEL", "EXISTS", "GET", "PEXPIRE",
-		"PTTL", "ZADD", "ZCARD", "ZRANGE", "ZRANGEBYSCORE", "ZRANK", "ZREM", "ZREMRANGEBYSCORE", "ZSCORE"} {
+		"PTTL", "ZADD", "ZCARD", "ZPOPMIN", "ZRANGE", "ZRANGEBYSCORE", "ZRANK", "ZREM", "ZREMRANGEBYSCORE", "ZSCORE"} {
 		rules = append(rules, "+"+strings.ToLower(cmd))
 	}
 	ss := redistest.StartN(t, 3)

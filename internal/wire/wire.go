@@ -46,6 +46,8 @@ var (
 	lib string
 	//go:embed scripts/queue.lua
 	queueLib string
+	//go:embed scripts/hand.lua
+	handLib string
 	//go:embed scripts/holders.lua
 	holdersLib string
 	//go:embed scripts/acquire.lua
@@ -91,12 +93,12 @@ var (
 )
 
 // The scripts. Those that read a node's clock or raise a fencing counter start with lib.lua's
-// functions; those that read a lock's line of waiters start with queue.lua's, the semaphore's
-// and the readers' go on with holders.lua's.
+// functions; those that read a lock's line of waiters start with queue.lua's (and those that
+// release a lock go on with hand.lua's), the semaphore's and the readers' with holders.lua's.
 var (
 	AcquireScript        = newScript("acquire", queueLib, acquireSrc)
-	ReleaseScript        = newScript("release", queueLib, releaseSrc)
-	LeaveScript          = newScript("leave", queueLib, leaveSrc)
+	ReleaseScript        = newScript("release", queueLib, handLib, releaseSrc)
+	LeaveScript          = newScript("leave", queueLib, handLib, leaveSrc)
 	ExtendScript         = newScript("extend", extendSrc)
 	FenceScript          = newScript("fence", lib, fenceSrc)
 	SemaphoreScript      = newScript("semaphore", lib, holdersLib, semaphoreSrc)
@@ -108,11 +110,11 @@ var (
 	WriteAbandonScript   = newScript("write_abandon", writeAbandonSrc)
 	MultiAcquireScript   = newScript("multi_acquire", multiAcquireSrc)
 	MultiExtendScript    = newScript("multi_extend", multiExtendSrc)
-	MultiReleaseScript   = newScript("multi_release", queueLib, multiReleaseSrc)
+	MultiReleaseScript   = newScript("multi_release", queueLib, handLib, multiReleaseSrc)
 	ClaimScript          = newScript("claim", claimSrc)
 	ElectScript          = newScript("elect", lib, electSrc)
 	ElectExtendScript    = newScript("elect_extend", electExtendSrc)
-	ResignScript         = newScript("resign", queueLib, resignSrc)
+	ResignScript         = newScript("resign", queueLib, handLib, resignSrc)
 	InspectScript        = newScript("inspect", inspectSrc)
 )
 
@@ -121,7 +123,7 @@ func Ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 
 // A Waiter names one waiting call in a lock's line: its Client's id and a number that the
 // Client never gives twice. Written as the id, a dot and the number; a Client's id has no dot,
-// and a release announces to the Client whose id comes before the first dot (queue.lua).
+// and a release announces to the Client whose id comes before the first dot (hand.lua).
 type Waiter struct {
 	Client string
 	N      uint64

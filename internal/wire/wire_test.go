@@ -130,13 +130,14 @@ func TestScriptsOnARealServer(t *testing.T) {
 	})
 
 	t.Run("a release hands the key to the first in line", func(t *testing.T) {
-		// The holder's release above handed the key to w1, for w1's lease: nobody else takes
-		// it, neither a waiter behind w1 nor an attempt that does not wait.
+		// The holder's release above handed the key to w1, for w1's lease, and took w1 out of
+		// line: nobody else takes the key, neither the waiter now first in line nor an attempt
+		// that does not wait.
 		if v, d := c.Get(ctx, k.Lock).Val(), c.PTTL(ctx, k.Lock).Val(); v != w1 || d <= 59*time.Second || d > time.Minute {
 			t.Fatalf("after the release the key holds %q for %v, want w1's name for its lease (1m)", v, d)
 		}
 		ok, g, err := wire.DecodeGrant(run(t, c, wire.AcquireScript, acq("C", w2, 20)))
-		if err != nil || ok || g.Ahead != 1 || g.Left <= 59*time.Second {
+		if err != nil || ok || g.Ahead != 0 || g.Left <= 59*time.Second {
 			t.Fatalf("a waiter behind the one handed the key: granted %v, %d ahead, %v left, %v", ok, g.Ahead, g.Left, err)
 		}
 		if granted(t, run(t, c, wire.AcquireScript, acq("X", "", 0))) {
@@ -175,12 +176,14 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if msg, want := next(), names.ClientChannel("c1")+" "+k.Lock+"\n"+w1; msg != want || c.Get(ctx, k.Lock).Val() != w1 {
 			t.Fatalf("a roll-back with w1 first in line announced %q, want %q, and left %q", msg, want, c.Get(ctx, k.Lock).Val())
 		}
-		// The holder's release takes it out of line, and hands the key to the next.
+		// The first in line takes the free key and leaves the line; its release hands the key
+		// to the next, which leaves the line with it.
 		if !granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
 			t.Fatal("the first in line was refused")
 		}
-		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "B", Channel: ch, Waiter: w1})
 		line(w2)
+		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "B", Channel: ch, Waiter: w1})
+		line()
 		if msg, want := next(), names.ClientChannel("c2")+" "+k.Lock+"\n"+w2; msg != want || c.Get(ctx, k.Lock).Val() != w2 {
 			t.Fatalf("announced %q, want %q; the key holds %q", msg, want, c.Get(ctx, k.Lock).Val())
 		}
@@ -219,17 +222,18 @@ func TestScriptsOnARealServer(t *testing.T) {
 
 	t.Run("a hand-over waits one lease at most", func(t *testing.T) {
 		// w1 joined far back in line, with a place for an hour; the release hands it the key
-		// for the releasing Client's lease (a minute), and cuts w1's place to that too.
+		// for the releasing Client's lease (a minute), and takes it out of line.
 		run(t, c, wire.AcquireScript, acq("H", "", 0))
 		far := acq("x", w1, 1)
 		far.Lease = time.Hour
 		run(t, c, wire.AcquireScript, far)
 		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "H", Channel: ch, Lease: time.Minute})
 		next()
-		for _, key := range []string{k.Lock, k.Leases + ":" + w1} {
-			if d := c.PTTL(ctx, key).Val(); d <= 59*time.Second || d > time.Minute {
-				t.Fatalf("%s lasts %v after the hand-over, want the releaser's lease (1m)", key, d)
-			}
+		if d := c.PTTL(ctx, k.Lock).Val(); d <= 59*time.Second || d > time.Minute {
+			t.Fatalf("%s lasts %v after the hand-over, want the releaser's lease (1m)", k.Lock, d)
+		}
+		if c.Exists(ctx, k.Queue).Val() != 0 {
+			t.Fatalf("the waiter handed the key is still in line: %q", c.ZRange(ctx, k.Queue, 0, -1).Val())
 		}
 		run(t, c, wire.LeaveScript, wire.Leave{Keys: k, Waiter: w1, Channel: ch})
 		if c.Exists(ctx, k.Lock, k.Queue).Val() != 0 {
@@ -243,10 +247,11 @@ func TestScriptsOnARealServer(t *testing.T) {
 		run(t, c, wire.AcquireScript, acq("B", w1, 5))
 		run(t, c, wire.AcquireScript, acq("C", w2, 20))
 		c.Del(ctx, k.Leases+":"+w1)
-		// While the key is held, the waiter behind is told it is first: it tries again when
-		// the key expires, rather than waiting for a turn that would never be announced.
+		// While the key is held, the lapsed waiter still counts as ahead of the one behind it
+		// (it is dropped when the key is handed on, or found free): the one behind learns
+		// that it holds the line only then.
 		ok, g, err := wire.DecodeGrant(run(t, c, wire.AcquireScript, acq("C", w2, 20)))
-		if err != nil || ok || g.Ahead != 0 {
+		if err != nil || ok || g.Ahead != 1 {
 			t.Fatalf("a waiter behind a lapsed one: granted %v, %d ahead, %v", ok, g.Ahead, err)
 		}
 		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "D", Channel: ch})
@@ -428,7 +433,8 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if !held(t, run(t, c, wire.MultiExtendScript, all.MultiAcquire)) {
 			t.Fatal("LockAll not extended")
 		}
-		run(t, c, wire.AcquireScript, wire.Acquire{Keys: wire.MutexKeys{Lock: b.Lock, Queue: b.Queue, Leases: b.Leases}, Token: "x", TTL: time.Minute, Waiter: w2, Place: 1, Lease: time.Minute})
+		waitB := wire.Acquire{Keys: wire.MutexKeys{Lock: b.Lock, Queue: b.Queue, Leases: b.Leases}, Token: "x", TTL: time.Minute, Waiter: w2, Place: 1, Lease: time.Minute}
+		run(t, c, wire.AcquireScript, waitB)
 		if !held(t, run(t, c, wire.MultiReleaseScript, wire.MultiRelease{Locks: []wire.MutexKeys{a, b}, Token: "M", Channel: ch})) {
 			t.Fatal("LockAll not released")
 		}
@@ -446,6 +452,7 @@ func TestScriptsOnARealServer(t *testing.T) {
 		c.Del(ctx, b.Lock) // as if the hand-over lapsed
 		all.Token = "R"
 		run(t, c, wire.MultiAcquireScript, all)
+		run(t, c, wire.AcquireScript, waitB) // w2 waits again, at its place
 		run(t, c, wire.MultiReleaseScript, wire.MultiRelease{Locks: []wire.MutexKeys{a, b}, Token: "R", Channel: ch, Rollback: true})
 		if got := []string{next(), next()}; !slices.Equal(got, []string{names.ClientChannel("c2") + " " + b.Lock + "\n" + w2, ""}) {
 			t.Fatalf("a roll-back announced %q", got)

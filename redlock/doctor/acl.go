@@ -11,7 +11,7 @@ import (
 // scripts (TestCheckNeedsEveryScriptedCommand keeps the list in step with the scripts).
 var (
 	sent     = []string{"EVALSHA", "EVAL", "SET", "PUBLISH", "SUBSCRIBE", "TIME"}
-	scripted = []string{"DEL", "EXISTS", "GET", "PEXPIRE", "PTTL", "ZADD", "ZCARD", "ZRANGE",
+	scripted = []string{"DEL", "EXISTS", "GET", "PEXPIRE", "PTTL", "ZADD", "ZCARD", "ZPOPMIN", "ZRANGE",
 		"ZRANGEBYSCORE", "ZRANK", "ZREM", "ZREMRANGEBYSCORE", "ZSCORE"}
 	needed = append(slices.Clone(sent), scripted...)
 )
@@ -64,7 +64,7 @@ func (c *doctor) dryRuns(v *slot) [][]string {
 	return append(runs, [][]string{
 		{"EVAL", "return 1", "2", key, queue}, {"SET", key, "v", "NX", "PX", "1000"}, {"TIME"},
 		{"GET", key}, {"DEL", key}, {"EXISTS", key}, {"PEXPIRE", key, "1000"}, {"PTTL", key},
-		{"ZADD", queue, "1", "m"}, {"ZCARD", queue}, {"ZRANGE", queue, "0", "-1"},
+		{"ZADD", queue, "1", "m"}, {"ZCARD", queue}, {"ZPOPMIN", queue}, {"ZRANGE", queue, "0", "-1"},
 		{"ZRANGEBYSCORE", queue, "0", "1"}, {"ZRANK", queue, "m"}, {"ZREM", queue, "m"},
 		{"ZREMRANGEBYSCORE", queue, "0", "1"}, {"ZSCORE", queue, "m"},
 	}...)

@@ -2,34 +2,34 @@
 -- KEYS: the lock key, its queue, its leases, and with fencing its counter.
 -- ARGV: the token, the ttl in ms, the waiter's name ("" for none), its place, its lease in ms.
 -- The key is set to the token for the ttl when it is free and, for a waiter, nobody is ahead
--- of it in line, or when a release gave it to this waiter (it holds the waiter's name);
--- otherwise a waiter joins the line (or renews its lease). A waiter that takes the key leaves
--- the line; if its attempt fails on the other nodes, the roll-back puts it back at its place.
--- Returns {0} when refused ({0, n, ms} to a waiter: n is 1 when a live waiter is ahead of it in
+-- of it in line, or when a release gave it to this waiter (it holds the waiter's name, and the
+-- release took the waiter out of line); otherwise a waiter joins the line (or renews its lease).
+-- A waiter that takes the key is out of line; if its attempt fails on the other nodes, the
+-- roll-back puts it back at its place.
+-- Returns {0} when refused ({0, n, ms} to a waiter: n is 1 when a waiter is ahead of it in
 -- line, 0 when it is first, and the key has ms milliseconds left, or -2 when free), {1} when
 -- set, and with fencing {1, counter, seconds, microseconds}: the counter and this node's clock,
 -- read in the same step.
 local name = ARGV[3]
 local held = redis.call("GET", KEYS[1])
-local free = not held
-local ahead
-if name ~= "" and held == name then
-	free = true -- a release gave the key to this waiter (queue.lua's hand)
-elseif name ~= "" then
-	-- first also drops the lapsed waiters at the front, so that a waiter behind only them is
-	-- told it is first.
-	ahead = first(KEYS[2], KEYS[3], name)
-	free = free and (not ahead or ahead == name)
-end
-if not free then
-	if name ~= "" then
+if name ~= "" and held ~= name then
+	if held then
 		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]))
-		return {0, (ahead and ahead ~= name) and 1 or 0, redis.call("PTTL", KEYS[1])}
+		local ahead = redis.call("ZRANK", KEYS[2], name) > 0 and 1 or 0
+		return {0, ahead, redis.call("PTTL", KEYS[1])}
 	end
+	-- first also drops the lapsed waiters at the front, so that a waiter behind only them
+	-- takes the key.
+	local ahead = first(KEYS[2], KEYS[3], name)
+	if ahead and ahead ~= name then
+		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]))
+		return {0, 1, -2}
+	end
+	if ahead then
+		leave(KEYS[2], name)
+	end
+elseif held and name == "" then
 	return {0}
-end
-if held or ahead then -- a waiter that takes the key is waiting no more
-	leave(KEYS[2], name)
 end
 redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
 if KEYS[4] == nil then

@@ -1,9 +1,9 @@
--- A waiter gives up (after queue.lua): it leaves the line, and what was its turn goes on: the
+-- A waiter gives up (after queue.lua and hand.lua): it leaves the line, and what was its turn goes on: the
 -- key, when a release gave it to this waiter or it was first and the key is free, goes to the
--- next live waiter (queue.lua's let_go), or with nobody left in line is let go.
+-- next live waiter (hand.lua's let_go), or with nobody left in line is let go.
 -- KEYS: the lock key, its queue, its leases, its watch mark. ARGV: the waiter's name, the
 -- channel, the key's name in the announcement, the Client's lease of a place (the cap of a
--- hand-over, see queue.lua's hand). Returns 1.
+-- hand-over, see hand.lua's hand). Returns 1.
 local name = first(KEYS[2], KEYS[3])
 leave(KEYS[2], ARGV[1])
 local held = redis.call("GET", KEYS[1])

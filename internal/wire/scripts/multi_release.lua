@@ -1,8 +1,8 @@
--- LockAll, release (after queue.lua). KEYS: n keys, then their n queues, their n leases, and
+-- LockAll, release (after queue.lua and hand.lua). KEYS: n keys, then their n queues, their n leases, and
 -- their n watch marks.
 -- ARGV: the token, the channel to announce each release on ("" for none), "rollback" for a
 -- failed attempt's roll-back, the Client's lease of a place in ms (the cap of a hand-over, see
--- queue.lua's hand), then the n names in the announcements. Releases each key as release.lua
+-- hand.lua's hand), then the n names in the announcements. Releases each key as release.lua
 -- does. Returns 1 when the keys were ours, 0 otherwise.
 local n = #KEYS / 4
 local cap = tonumber(ARGV[4])
