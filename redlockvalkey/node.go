@@ -67,6 +67,25 @@ func Node(client valkey.Client) driver.Node {
 	}
 }
 
+var _ driver.Tuned = (*node)(nil)
+
+// ForClient returns n as a Client uses it: a Client stops waiting for a call at its deadline by
+// itself, so a call of the copy runs on the Client's goroutine rather than on one of its own
+// (nodecall.ByDeadline), and returns at the deadline as valkey-go gives up waiting (see inOrder),
+// or later only while it makes a new connection.
+func (n *node) ForClient(time.Duration) driver.Node { return forClient{n} }
+
+// forClient is a node made for a Client (ForClient).
+type forClient struct{ *node }
+
+func (n forClient) Eval(ctx context.Context, script driver.Script, keys, args []string) (any, error) {
+	return n.eval(ctx, script, keys, args)
+}
+
+func (n forClient) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.setNX(ctx, key, value, ttl)
+}
+
 // String returns the node's address (a cluster's known addresses, comma-separated), which a
 // redlock Client names it by in errors.
 func (n *node) String() string { return n.addr }
