@@ -9,10 +9,12 @@ import (
 )
 
 // A batcher writes the calls of a Client to one node together under load. A call that finds
-// no other call of the Client in flight to the node goes out at once, on its own, as if there
-// were no batcher; calls that arrive while one is in flight wait for it, then the first of them
-// sends them all in one pipeline (one write, one read), and so on. So a lone caller is never
-// delayed, and many concurrent callers cost the node one round trip a batch.
+// no batch of the Client in flight to the node, and fewer than maxAlone calls, goes out at
+// once, on its own, as if there were no batcher; calls that arrive otherwise wait, then the
+// first of them sends them all in one pipeline (one write, one read) once a call or the batch
+// in flight is answered, and so on: one batch at a time. So a lone caller is never delayed, nor
+// one that follows the straggler of another round (a release still in flight after its round
+// decided), and many concurrent callers cost the node one round trip a batch.
 //
 // A caller whose ctx ends while its call waits in the queue takes it out and returns ctx's
 // error: the call is never sent. One whose call is in flight returns ctx's error at once too;
@@ -21,11 +23,12 @@ import (
 type batcher struct {
 	node *redis.Client
 
-	mu    sync.Mutex
-	busy  bool            // a call or a batch is in flight
-	queue []*batchCall    // calls waiting for it, in order of arrival
-	pipe  redis.Pipeliner // the one batch's, reused: go-redis empties it on Exec
-	free  []*batchCall    // calls to reuse
+	mu       sync.Mutex
+	alone    int             // calls sent on their own and in flight
+	batching bool            // a batch is in flight, or handed to its sender
+	queue    []*batchCall    // calls waiting for a batch, in order of arrival
+	pipe     redis.Pipeliner // the one batch's, reused: go-redis empties it on Exec
+	free     []*batchCall    // calls to reuse
 }
 
 // A batchCall is one call waiting in a batcher's queue.
@@ -35,6 +38,9 @@ type batchCall struct {
 	lead  bool          // set when handed the queue to send
 	ready chan struct{} // receives when cmd has its reply, or lead is set
 }
+
+// maxAlone is how many calls a batcher sends on their own at once, while no batch is in flight.
+const maxAlone = 2
 
 // maxFree bounds the batchCalls a batcher keeps for reuse.
 const maxFree = 64
@@ -65,7 +71,7 @@ func (b *batcher) recycle(c *batchCall) {
 func (b *batcher) process(ctx context.Context, cmd redis.Cmder) error {
 	call := b.enter(ctx, cmd)
 	if call == nil {
-		defer b.next()
+		defer b.sentAlone()
 		return b.node.Process(ctx, cmd)
 	}
 	if err := b.wait(call); err != nil {
@@ -74,17 +80,17 @@ func (b *batcher) process(ctx context.Context, cmd redis.Cmder) error {
 	return cmd.Err()
 }
 
-// enter returns nil when nothing was in flight: the caller then sends cmd itself at once and
-// calls next. Otherwise it queues cmd behind the call in flight and returns its batchCall, to
-// wait on. Both in one hold of the lock: a call that found the node busy and queued only after
-// letting go of it would miss the call in flight ending meanwhile, finding the queue empty and
-// marking the node idle; nobody would then hand it the queue, and it would wait until its ctx
-// ended (a node timeout with no reply from a node that answers at once).
+// enter returns nil when no batch and fewer than maxAlone calls were in flight: the caller then
+// sends cmd itself at once and calls sentAlone. Otherwise it queues cmd and returns its
+// batchCall, to wait on. Both in one hold of the lock: a call that found the node busy and
+// queued only after letting go of it would miss the calls in flight ending meanwhile, which
+// find the queue empty and hand nothing on; nobody would then hand it the queue, and it would
+// wait until its ctx ended (a node timeout with no reply from a node that answers at once).
 func (b *batcher) enter(ctx context.Context, cmd redis.Cmder) *batchCall {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.busy {
-		b.busy = true
+	if !b.batching && b.alone < maxAlone {
+		b.alone++
 		return nil
 	}
 	call := b.call()
@@ -93,8 +99,7 @@ func (b *batcher) enter(ctx context.Context, cmd redis.Cmder) *batchCall {
 	return call
 }
 
-// wait waits, with call queued behind the call in flight, until its command has its reply, or
-// returns ctx's error.
+// wait waits, with call queued, until its command has its reply, or returns ctx's error.
 func (b *batcher) wait(call *batchCall) error {
 	select {
 	case <-call.ready:
@@ -123,14 +128,30 @@ func (b *batcher) wait(call *batchCall) error {
 	return nil
 }
 
-// next hands the queue, if any, to its first caller to send; else the node is idle again.
-func (b *batcher) next() {
+// sentAlone ends a call sent on its own: the queue goes on as a batch unless one is on its way.
+func (b *batcher) sentAlone() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.alone--
+	if !b.batching {
+		b.handOn()
+	}
+}
+
+// sentBatch ends a batch: the queue, if any, goes on as the next one.
+func (b *batcher) sentBatch() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.batching = false
+	b.handOn()
+}
+
+// handOn hands the queue, if any, to its first caller to send as a batch. b.mu is held.
+func (b *batcher) handOn() {
 	if len(b.queue) == 0 {
-		b.busy = false
 		return
 	}
+	b.batching = true
 	b.queue[0].lead = true
 	b.queue[0].ready <- struct{}{}
 }
@@ -154,5 +175,5 @@ func (b *batcher) send() {
 	for _, c := range batch[1:] {                    // batch[0] is the sender
 		c.ready <- struct{}{}
 	}
-	b.next()
+	b.sentBatch()
 }
