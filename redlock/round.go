@@ -65,9 +65,16 @@ type asked[T any] struct {
 
 // linger reads the replies still in flight into the outcome for at most d, and not once ctx
 // ended: the call that asked returns by its deadline.
+//
+// The end of d closes a channel from a timer's function rather than being a timer's channel: a
+// reply (one that the calls' deadline ends, say) can wake Linger at the very moment d ends, in
+// virtual time at the same instant, and Linger would then receive from a timer that went off
+// while nobody waited on it. That runs the timer's send on this goroutine, which inside a
+// testing/synctest bubble built with -race can crash the process (see internal/workers' work).
 func (a *asked[T]) linger(ctx context.Context, c *Client, d time.Duration) {
-	t := c.opts.clock.NewTimer(d)
-	a.q.Linger(&a.Outcome, ctx.Done(), t.C)
+	over := make(chan time.Time)
+	t := c.opts.clock.AfterFunc(d, func() { close(over) })
+	a.q.Linger(&a.Outcome, ctx.Done(), over)
 	t.Stop()
 }
 

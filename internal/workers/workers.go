@@ -38,22 +38,39 @@ func (p *Pool) Go(f func()) {
 }
 
 // work runs f, then the functions handed to it, until a whole idleFor passed without one, or p
-// closed. A ticker tells the time, so that a function costs no timer of its own.
+// closed. One timer, re-armed only when it goes off, tells the time, so that a function costs
+// no timer operation of its own: only a reading of the clock.
+//
+// The timer is never received from once it went off while a function ran and nobody waited
+// on it: it is re-armed instead, that tick counting as one with a function. Receiving from
+// such a timer runs its send on the receiving goroutine. Inside a testing/synctest bubble built
+// with -race, that send uses the race context of the bubble's timers, which the bubble's root
+// goroutine may be using at the same moment, from another thread, to run the timers due then
+// (an AfterFunc starting its goroutine): the race runtime's state for that context is not safe
+// for two threads, and the process dies with SIGSEGV in ThreadSanitizer code (go1.26.8). Any
+// function that waits past idleFor (a node call to a slow node, a collector waiting for late
+// replies) left the worker's ticker in that state; it was the simulator's crash.
 func (p *Pool) work(f func()) {
-	tick := time.NewTicker(idleFor)
-	defer tick.Stop()
+	t := time.NewTimer(idleFor)
+	defer t.Stop()
+	due := time.Now().Add(idleFor)
 	f()
-	ran := true // since the last tick
+	ran := true // since the timer was armed
 	for {
+		if now := time.Now(); !now.Before(due) { // it went off while f ran: see above
+			t.Reset(idleFor)
+			due, ran = now.Add(idleFor), false
+		}
 		select {
 		case f = <-p.handoff:
 			f()
 			ran = true
-		case <-tick.C:
+		case <-t.C:
 			if !ran {
 				return
 			}
-			ran = false
+			t.Reset(idleFor)
+			due, ran = time.Now().Add(idleFor), false
 		case <-p.closed:
 			return
 		}
