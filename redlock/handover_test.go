@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,6 +161,66 @@ func uncontended(t *testing.T, ctx context.Context, c *redlock.Client, nodes []r
 	keys := []string{"quiet", "{q}a", "{q}b", companion("semaphore", "quiet-sem"), companion("rwlock", "quiet-rw"), companion("readers", "quiet-rw")}
 	for i, node := range nodes { // Unlock returned at a quorum: let the last releases land
 		redistest.Eventually(t, fmt.Sprintf("node %d released everything", i), func() bool { return node.Exists(ctx, keys...).Val() == 0 })
+	}
+}
+
+// Four Clients take turns on one key while one node of five is stopped (silent) or killed
+// (refusing connections): each release hands the key on through the other four nodes and wakes
+// the next waiter, nobody holds the key beside another, and every Client gets all its turns.
+// The retry delay is an hour, so that only the hand-over's message can wake a waiter (a waiter
+// refused everywhere pauses half an hour): a wake-up that did not come stalls the test until
+// its deadline. An attempt whose vote split waits for the silent node up to the node timeout
+// (200 ms), as it must to count its vote, and tries again soon after.
+func TestRealServersHandOverWithANodeStoppedOrKilled(t *testing.T) {
+	t.Parallel()
+	for _, fault := range []string{"stopped", "killed"} {
+		t.Run(fault, func(t *testing.T) {
+			t.Parallel()
+			ss := redistest.StartN(t, 5)
+			addrs := redistest.Addrs(ss)
+			const clients, turns = 4, 10
+			cs := make([]*redlock.Client, clients)
+			for i := range cs {
+				cs[i] = realClient(t, addrs, redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithRetryDelay(time.Hour, time.Hour))
+			}
+			if fault == "stopped" {
+				ss[4].Pause(t) // resumed before the Clients close
+			} else {
+				ss[4].Kill()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+
+			var inside, overlaps atomic.Int32
+			served := make([]int, clients)
+			var wg sync.WaitGroup
+			for i, c := range cs {
+				wg.Go(func() {
+					for range turns {
+						l, err := c.Lock(ctx, "turns", time.Minute)
+						if err != nil {
+							t.Errorf("client %d after %d turns: %v", i, served[i], err)
+							return
+						}
+						if inside.Add(1) > 1 {
+							overlaps.Add(1)
+						}
+						time.Sleep(2 * time.Millisecond)
+						inside.Add(-1)
+						if err := l.Unlock(ctx); err != nil {
+							t.Errorf("client %d: Unlock: %v", i, err)
+							return
+						}
+						served[i]++
+					}
+				})
+			}
+			wg.Wait()
+			if n := overlaps.Load(); n != 0 {
+				t.Errorf("%d times two Clients held the key at once", n)
+			}
+			t.Logf("turns served: %v", served)
+		})
 	}
 }
 
