@@ -83,7 +83,9 @@ func heldSection(b *strings.Builder, r results) {
 	p("-holds=5ms,1s` runs other times. The Redis columns come from `INFO commandstats` and `INFO ")
 	p("cpu` of the 5 servers before and after each window: the commands they ran per ")
 	p("acquisition and node (a script's own calls counted too), the scripts among them, and the ")
-	p("servers' CPU time per acquisition.\n\n")
+	p("servers' CPU time per acquisition. Before each window the same clients contend for 300 ms ")
+	p("on another key, so that their connections, scripts and subscriptions are made before it: ")
+	p("the window counts what acquisitions cost.\n\n")
 	t.header("case", "library", "acquisitions/s", "wait p50", "wait p99", "least share", "Redis calls/acq/node", "scripts/acq/node", "Redis CPU/acq")
 	cases := []struct{ name, what string }{{caseContended8, "no work"}}
 	for _, h := range holds {
