@@ -100,14 +100,12 @@ func (n *node) eval(ctx context.Context, script driver.Script, keys, args []stri
 		return nil, err
 	}
 	c := n.client
-	ctx, done := inOrder(ctx)
-	defer done.release()
+	ctx = inOrder(ctx)
 	res := c.Do(ctx, c.B().Evalsha().Sha1(script.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	if err, ok := valkey.IsValkeyErr(res.Error()); ok && err.IsNoScript() {
 		res = c.Do(ctx, c.B().Eval().Script(script.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	}
 	v, err := res.ToAny()
-	err = done.why(err)
 	if valkey.IsValkeyNil(err) {
 		return nil, nil
 	}
@@ -133,10 +131,8 @@ func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 
 func (n *node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	c := n.client
-	ctx, done := inOrder(ctx)
-	defer done.release()
+	ctx = inOrder(ctx)
 	err := c.Do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttl.Milliseconds()).Build()).Error()
-	err = done.why(err)
 	switch {
 	case valkey.IsValkeyNil(err):
 		return false, nil
@@ -159,10 +155,8 @@ func (n *node) Command(ctx context.Context, args ...string) (any, error) {
 	}
 	return nodecall.ByDeadline(ctx, func(ctx context.Context) (any, error) {
 		c := n.client
-		ctx, done := inOrder(ctx)
-		defer done.release()
+		ctx = inOrder(ctx)
 		v, err := c.Do(ctx, c.B().Arbitrary(args...).Build()).ToAny()
-		err = done.why(err)
 		switch {
 		case valkey.IsValkeyNil(err):
 			return nil, nil
@@ -173,33 +167,20 @@ func (n *node) Command(ctx context.Context, args ...string) (any, error) {
 	})
 }
 
-// inOrder returns a context that ends when ctx does but has no deadline, for a call that
-// must end with ctx yet leave its connection open: given a deadline, valkey-go reads the reply of a
-// call that is alone on its connection with that deadline on the socket, and closes the
-// connection when it passes. The command may then still reach the node after a later one sent
-// on a new connection: an acquisition after its own roll-back, a lock that nobody holds and
-// everyone is refused until its ttl. Without a deadline valkey-go queues the call on the connection
-// and gives up waiting when the context ends, leaving the command in place, in order. The
-// returned done releases the context; its why turns the error of a call that the context ended
-// into ctx's own (context.DeadlineExceeded, rather than the copy's Canceled).
-func inOrder(ctx context.Context) (context.Context, ended) {
-	detached, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, cancel)
-	return detached, ended{ctx: ctx, release: func() { stop(); cancel() }}
-}
+// inOrder returns ctx without its deadline, for a call that must end with ctx yet leave its
+// connection open: given a deadline, valkey-go reads the reply of a call that is alone on its
+// connection with that deadline on the socket, and closes the connection when it passes. The
+// command may then still reach the node after a later one sent on a new connection: an
+// acquisition after its own roll-back, a lock that nobody holds and everyone is refused until
+// its ttl. Without a deadline valkey-go queues the call on the connection and gives up waiting
+// when the context ends (the returned one ends with ctx, and its Err is ctx's), leaving the
+// command in place, in order.
+func inOrder(ctx context.Context) context.Context { return noDeadline{ctx} }
 
-// ended releases inOrder's context, and tells why a call failed.
-type ended struct {
-	ctx     context.Context
-	release func()
-}
+// noDeadline is a context without its deadline (see inOrder).
+type noDeadline struct{ context.Context }
 
-func (e ended) why(err error) error {
-	if errors.Is(err, context.Canceled) && e.ctx.Err() != nil {
-		return e.ctx.Err()
-	}
-	return err
-}
+func (noDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 // errUnsubscribed is Listen's error when the subscription ended without a failure of its own.
 var errUnsubscribed = errors.New("redlockvalkey: the subscription ended")
