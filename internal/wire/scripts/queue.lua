@@ -10,17 +10,16 @@ local function lease_key(leases, name)
 end
 
 -- first drops the waiters at the front whose lease lapsed and returns the first live one, or
--- nil, and the ms its lease has left. self, when not nil, is the waiter of the calling attempt:
--- live, since it is asking, so that a line it heads costs no lease read (and no ms is returned).
+-- nil. self, when not nil, is the waiter of the calling attempt: live, since it is asking, so
+-- that a line it heads costs no lease read. (A release pops the line instead: hand.lua.)
 local function first(queue, leases, self)
 	for _ = 1, 1000 do
 		local name = redis.call("ZRANGE", queue, 0, 0)[1]
 		if not name or name == self then
 			return name
 		end
-		local left = redis.call("PTTL", lease_key(leases, name))
-		if left > 0 then
-			return name, left
+		if redis.call("PTTL", lease_key(leases, name)) > 0 then
+			return name
 		end
 		redis.call("ZREM", queue, name)
 	end
