@@ -26,7 +26,7 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 	defer c.leave()
 	a := attempt{token: wire.Token(newToken(), k.s.multi, c.opts.owner), ttl: k.ttl}
 	if k.w != nil {
-		a.waiter, a.place, a.lease = k.w.name, k.place, k.lease()
+		a.waiter, a.place, a.lease = k.w.name, k.place, c.lease()
 		c.listener.forget(k.w)
 	}
 	start := c.opts.clock.Now()

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
@@ -318,8 +320,8 @@ func TestCloseReleasesWhatTheClientHolds(t *testing.T) {
 // queueing starts three miniredis nodes, a first Client holding "k" on all of them, and a
 // function making more Clients, which wait only for announcements (the fallback timer is an
 // hour). queued waits until n waiters are in the key's queue on every node.
-func queueing(t *testing.T) (held *redlock.Lock, client func() *redlock.Client, queued func(n int)) {
-	ms := redistest.Minis(t, 3)
+func queueing(t *testing.T) (ms []*miniredis.Miniredis, held *redlock.Lock, client func() *redlock.Client, queued func(n int)) {
+	ms = redistest.Minis(t, 3)
 	client = func() *redlock.Client {
 		c, err := redlock.New(redistest.MiniClients(t, ms), redlock.WithNodeTimeout(2*time.Second),
 			redlock.WithRetryDelay(time.Hour, time.Hour))
@@ -354,14 +356,14 @@ func queueing(t *testing.T) (held *redlock.Lock, client func() *redlock.Client, 
 			})
 		}
 	})
-	return held, client, queued
+	return ms, held, client, queued
 }
 
 // Waiters of separate Clients (processes) queue on the nodes: a release wakes only the one that
 // began waiting first, so they are served in that order, and neither polls (the fallback timer
 // is an hour). The queue is empty once both are done.
 func TestReleaseWakesTheWaiterFirstInQueue(t *testing.T) {
-	held, client, queued := queueing(t)
+	_, held, client, queued := queueing(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	order := make(chan string, 2)
@@ -390,6 +392,43 @@ func TestReleaseWakesTheWaiterFirstInQueue(t *testing.T) {
 	if a, b := <-order, <-order; a != "first" || b != "second" {
 		t.Fatalf("served %q then %q, want first then second", a, b)
 	}
+}
+
+// A waiter with another ahead of it in line holds its place from its first attempt for as long
+// as its pause before the next (four of its Client's leases), while the waiter at the front
+// holds it for one lease: else a waiter far back would lose its place halfway through its
+// pause, and a release reaching it then would pass it over (the servers' time does not move
+// here, so that the leases are read as set).
+func TestWaiterBehindHoldsItsPlaceUntilItsNextAttempt(t *testing.T) {
+	ms, held, client, queued := queueing(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for n := range 2 {
+		c := client()
+		wg.Go(func() {
+			l, err := c.Lock(ctx, "k", time.Minute)
+			if err != nil {
+				t.Errorf("waiter %d: %v", n, err)
+				return
+			}
+			if err := l.Unlock(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+		queued(n + 1)
+	}
+	for i, m := range ms {
+		line, _ := m.ZMembers(companion("queue", "k"))
+		front, behind := m.TTL(companion("leases", "k")+":"+line[0]), m.TTL(companion("leases", "k")+":"+line[1])
+		if front <= 0 || behind != 4*front {
+			t.Errorf("node %d: the front waiter's place lasts %v, the one behind it %v: want four times as long", i, front, behind)
+		}
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
 }
 
 // Four candidates take turns leading: one leader at a time, terms strictly increasing, and each

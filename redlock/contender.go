@@ -179,14 +179,15 @@ func (c *Client) lease() time.Duration {
 	return satAdd(c.opts.retryMax, satMul(c.opts.nodeTimeout, 3))
 }
 
-// behindLeases is how many of the Client's leases a waiter with others ahead of it in line
-// holds its place for: it renews its place that much less often, and a release that hands it
-// the key waits for it one of the releasing Client's leases at most (hand.lua), so that a
-// waiter that died in line holds the key up for one lease at most all the same.
+// behindLeases is how many of the Client's leases a waiter with others ahead of it in line on a
+// node holds its place there for (acquire.lua): it renews its place that much less often, and
+// a release that hands it the key waits for it one of the releasing Client's leases at most
+// (hand.lua), so that a waiter that died in line holds the key up for one lease at most all
+// the same.
 const behindLeases = 4
 
-// lease is how long the place of the contender's next attempt lasts: the Client's lease, or
-// behindLeases of them while others were ahead of it in line at its last attempt.
+// lease is how long the contender's place lasts after its last attempt on every node that gave
+// it one: the Client's lease, or behindLeases of them when others were ahead of it on each.
 func (k *contender) lease() time.Duration {
 	if k.behind {
 		return satMul(k.c.lease(), behindLeases)

@@ -332,7 +332,7 @@ func TestRealServersDoLosesLockWhenMajorityStops(t *testing.T) {
 // does not cut ahead of waiters already queued: B, released and locking again at once, is served
 // after C and E, which queued before it.
 func TestLockingAgainQueuesBehindWaiters(t *testing.T) {
-	held, client, queued := queueing(t)
+	_, held, client, queued := queueing(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var mu sync.Mutex

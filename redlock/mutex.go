@@ -59,7 +59,7 @@ func (m mutexOps) acquire(a attempt) command {
 		return &set.Call
 	}
 	return run(wire.AcquireScript, wire.Acquire{Keys: m.keys, Token: a.token, TTL: a.ttl,
-		Waiter: a.waiter, Place: a.place, Lease: a.lease})
+		Waiter: a.waiter, Place: a.place, Lease: a.lease, Behind: satMul(a.lease, behindLeases)})
 }
 
 func (m mutexOps) extend(token string, ttl time.Duration) command {

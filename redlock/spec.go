@@ -53,7 +53,7 @@ type attempt struct {
 	ttl    time.Duration
 	waiter string        // the waiter's name; "" for an attempt that does not wait
 	place  int64         // its place in a line: when it began waiting, in Unix microseconds
-	lease  time.Duration // how long its place lasts unless an attempt renews it
+	lease  time.Duration // how long its place lasts at the front of a line unless an attempt renews it
 }
 
 // A command is one call, the same for every node of a round (see driver.Call).

@@ -18,12 +18,13 @@ type Acquire struct {
 	TTL    time.Duration
 	Waiter string        // "" for an attempt that takes no place in line
 	Place  int64         // the waiter's place: when it began waiting
-	Lease  time.Duration // how long its place lasts unless an attempt renews it
+	Lease  time.Duration // how long its place lasts unless an attempt renews it, when first in line
+	Behind time.Duration // the same when another waiter is ahead of it on the node (0: Lease)
 }
 
 func (a Acquire) Encode() (keys, args []string) {
 	all := []string{a.Keys.Lock, a.Keys.Queue, a.Keys.Leases, a.Keys.Fence,
-		a.Token, Ms(a.TTL), a.Waiter, strconv.FormatInt(a.Place, 10), Ms(a.Lease)}
+		a.Token, Ms(a.TTL), a.Waiter, strconv.FormatInt(a.Place, 10), Ms(a.Lease), Ms(a.Behind)}
 	keys, args = all[:4:4], all[4:] // one allocation for both
 	if a.Keys.Fence == "" {
 		keys = keys[:3:3]

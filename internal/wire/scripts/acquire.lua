@@ -1,6 +1,7 @@
 -- Acquire a lock key for a waiter, or with fencing (after queue.lua).
 -- KEYS: the lock key, its queue, its leases, and with fencing its counter.
--- ARGV: the token, the ttl in ms, the waiter's name ("" for none), its place, its lease in ms.
+-- ARGV: the token, the ttl in ms, the waiter's name ("" for none), its place, its lease in ms
+-- when first in line, and when behind another waiter (see join).
 -- The key is set to the token for the ttl when it is free and, for a waiter, nobody is ahead
 -- of it in line, or when a release gave it to this waiter (it holds the waiter's name, and the
 -- release took the waiter out of line); otherwise a waiter joins the line (or renews its lease).
@@ -14,15 +15,14 @@ local name = ARGV[3]
 local held = redis.call("GET", KEYS[1])
 if name ~= "" and held ~= name then
 	if held then
-		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]))
-		local ahead = redis.call("ZRANK", KEYS[2], name) > 0 and 1 or 0
-		return {0, ahead, redis.call("PTTL", KEYS[1])}
+		local ahead = join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]))
+		return {0, ahead > 0 and 1 or 0, redis.call("PTTL", KEYS[1])}
 	end
 	-- first also drops the lapsed waiters at the front, so that a waiter behind only them
 	-- takes the key.
 	local ahead = first(KEYS[2], KEYS[3], name)
 	if ahead and ahead ~= name then
-		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]))
+		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]))
 		return {0, 1, -2}
 	end
 	if ahead then
