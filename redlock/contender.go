@@ -264,10 +264,10 @@ func expiry(out quorum.Outcome[wire.Grant], need int) time.Duration {
 // wakes the waiter. A waiter with a place in line needs no polling: the release that frees the key
 // hands it to the first live waiter in line on each node, and tells it. Its attempts only renew its
 // place, twice a lease (see lease), and one that finds the key handed to it takes it (so a lost
-// message costs at most that pause). It tries again when the key expires on a quorum of nodes, if
-// that comes sooner: a holder that crashed releases nothing, and a key handed to a waiter that is
-// gone lapses with that waiter's lease, so that a waiter that died in line holds the key up for a
-// lease at most. After a split vote, now or lately, it tries again sooner (see splitPause).
+// message costs at most that pause). First in line, it tries again when the key expires on a
+// quorum of nodes, if that comes sooner: a holder that crashed releases nothing, and a key handed
+// to a waiter that is gone lapses with that waiter's lease, so that a waiter that died in line
+// holds the key up for a lease at most. After a split vote, now or lately, it tries again sooner (see splitPause).
 func (k *contender) pauseAfter(r result) time.Duration {
 	select {
 	case <-k.ready:
@@ -279,9 +279,12 @@ func (k *contender) pauseAfter(r result) time.Duration {
 		k.behind = r.ahead > 0
 		pause = k.lease() / 2
 	}
-	// Not twice in a row: a key still there at its expiry (a node whose clock lags, or a holder
-	// that extended it) must not make the waiter spin.
-	k.atExpiry = r.ahead >= 0 && r.expiry >= 0 && r.expiry < pause && !k.atExpiry
+	// Only the waiter first in line on a node: the key's expiry is its turn (a waiter behind
+	// it is handed the key in its turn), and a key handed to a waiter just ahead expires in a
+	// lease at most, which would have every waiter behind try again at once. Not twice in a
+	// row: a key still there at its expiry (a node whose clock lags, or a holder that extended
+	// it) must not make the waiter spin.
+	k.atExpiry = r.ahead == 0 && r.expiry >= 0 && r.expiry < pause && !k.atExpiry
 	if k.atExpiry {
 		pause = r.expiry + time.Millisecond
 	}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
@@ -311,5 +314,93 @@ func TestSplitVoteMakesTheNextLockWaitInLine(t *testing.T) {
 	defer mu.Unlock()
 	if len(events) == 0 || events[0] != "waiting" {
 		t.Fatalf("the Lock after a split vote: events %v, want it waiting before its first round", events)
+	}
+}
+
+// A waiter with another ahead of it in line does not try again when a key handed to a waiter
+// before them both expires: the one first in line does, and hands the key on in its turn. Here
+// the key is handed to a waiter whose call never comes back, while a live waiter waits behind
+// it, and a third begins waiting: its Lock takes one attempt as if nobody waited (its Client
+// has not waited for the key lately), one to take its place and one to take the key it is
+// handed, not another at that handed key's expiry (a third of a second later).
+func TestRealServersWaiterBehindWaitsForItsTurn(t *testing.T) {
+	addrs := redistest.Addrs(redistest.StartN(t, 3))
+	nodes := redistest.Clients(t, addrs...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var attempts sync.Map // the rounds of a Client's Locks, by its name
+	newClient := func(name string) *redlock.Client {
+		var n atomic.Int32
+		attempts.Store(name, &n)
+		type lockCall struct{}
+		obs := locktrace.Observer{
+			Begin: func(ctx context.Context, call locktrace.Call) context.Context {
+				return context.WithValue(ctx, lockCall{}, call.Op == locktrace.OpLock)
+			},
+			Round: func(ctx context.Context, r locktrace.Round) {
+				if ctx.Value(lockCall{}) == true {
+					n.Add(1)
+				}
+			},
+		}
+		// A lease of 310 ms: the retry delay and three node timeouts.
+		c, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithRetryDelay(10*time.Millisecond, 10*time.Millisecond),
+			redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithObserver(obs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	const ghost = "ghost.1" // a waiter whose Client is gone, first in line with a long lease
+	onEvery := func(what string, cond func(n redis.UniversalClient) bool) {
+		t.Helper()
+		redistest.Eventually(t, what+" on every node", func() bool {
+			for _, n := range nodes {
+				if !cond(n) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	held, err := newClient("holder").Lock(ctx, "turn", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onEvery("the key held", func(n redis.UniversalClient) bool { return n.Exists(ctx, "turn").Val() == 1 })
+	for _, n := range nodes {
+		n.ZAdd(ctx, companion("queue", "turn"), redis.Z{Score: 1, Member: ghost})
+		n.Set(ctx, companion("leases", "turn")+":"+ghost, "1", 10*time.Second)
+	}
+	served := make(chan string, 2)
+	take := func(c *redlock.Client, name string) {
+		l, err := c.Lock(ctx, "turn", 10*time.Second)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			return
+		}
+		served <- name
+		if err := l.Unlock(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	var wg sync.WaitGroup
+	second := newClient("second")
+	wg.Go(func() { take(second, "second") })
+	onEvery("two waiters in line", func(n redis.UniversalClient) bool { return n.ZCard(ctx, companion("queue", "turn")).Val() == 2 })
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	onEvery("the key handed to the gone waiter", func(n redis.UniversalClient) bool { return n.Get(ctx, "turn").Val() == ghost })
+	take(newClient("third"), "third")
+	wg.Wait()
+	close(served)
+	if a, b := <-served, <-served; a != "second" || b != "third" {
+		t.Fatalf("served %q then %q, want second then third", a, b)
+	}
+	n, _ := attempts.Load("third")
+	if got := n.(*atomic.Int32).Load(); got != 3 {
+		t.Errorf("the third waiter's Lock made %d attempts, want 3: one as if nobody waited, one that took its place, one that took the key", got)
 	}
 }
