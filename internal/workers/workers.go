@@ -5,6 +5,7 @@
 package workers
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -16,69 +17,112 @@ const idleFor = 100 * time.Millisecond
 
 // A Pool runs functions on its workers. Its zero value is not usable: make one with New. Go is
 // safe for concurrent use.
+//
+// An idle worker waits on a channel of its own, and Go hands a function to the one that went
+// idle last: waiting is one receive, not a select over a channel that every idle worker shares
+// and a timer of each worker's own (which the runtime adds to its heap and takes out again at
+// every wait, and locks with the shared channel). One timer of the pool's, armed while some
+// worker is idle, ends those idle for idleFor.
 type Pool struct {
-	handoff chan func() // an idle worker receives its next function here
-	closed  chan struct{}
-	close   sync.Once
+	mu     sync.Mutex
+	idle   []*worker // idle workers, the longest idle first
+	sweep  *time.Timer
+	armed  bool // sweep is set to go off
+	closed bool
+}
+
+// A worker receives its next function on next (nil: end); since is when it last went idle.
+type worker struct {
+	next  chan func()
+	since time.Time
 }
 
 // New returns a Pool with no workers yet.
-func New() *Pool {
-	return &Pool{handoff: make(chan func()), closed: make(chan struct{})}
-}
+func New() *Pool { return &Pool{} }
 
 // Go runs f on an idle worker, or on a new goroutine when none is idle; it never blocks. After
 // Close, f still runs, on a goroutine that ends with it.
 func (p *Pool) Go(f func()) {
-	select {
-	case p.handoff <- f:
-	default:
-		go p.work(f)
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		w := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		w.next <- f // an idle worker's channel is empty: it never blocks
+		return
+	}
+	p.mu.Unlock()
+	go p.work(&worker{next: make(chan func(), 1)}, f)
+}
+
+// work runs f, then the functions handed to w, until it is told to end.
+func (p *Pool) work(w *worker, f func()) {
+	for f != nil {
+		f()
+		if !p.park(w) {
+			return
+		}
+		f = <-w.next
 	}
 }
 
-// work runs f, then the functions handed to it, until a whole idleFor passed without one, or p
-// closed. One timer, re-armed only when it goes off, tells the time, so that a function costs
-// no timer operation of its own: only a reading of the clock.
-//
-// The timer is never received from once it went off while a function ran and nobody waited
-// on it: it is re-armed instead, that tick counting as one with a function. Receiving from
-// such a timer runs its send on the receiving goroutine. Inside a testing/synctest bubble built
-// with -race, that send uses the race context of the bubble's timers, which the bubble's root
-// goroutine may be using at the same moment, from another thread, to run the timers due then
-// (an AfterFunc starting its goroutine): the race runtime's state for that context is not safe
-// for two threads, and the process dies with SIGSEGV in ThreadSanitizer code (go1.26.8). Any
-// function that waits past idleFor (a node call to a slow node, a collector waiting for late
-// replies) left the worker's ticker in that state; it was the simulator's crash.
-func (p *Pool) work(f func()) {
-	t := time.NewTimer(idleFor)
-	defer t.Stop()
-	due := time.Now().Add(idleFor)
-	f()
-	ran := true // since the timer was armed
-	for {
-		if now := time.Now(); !now.Before(due) { // it went off while f ran: see above
-			t.Reset(idleFor)
-			due, ran = now.Add(idleFor), false
-		}
-		select {
-		case f = <-p.handoff:
-			f()
-			ran = true
-		case <-t.C:
-			if !ran {
-				return
-			}
-			t.Reset(idleFor)
-			due, ran = time.Now().Add(idleFor), false
-		case <-p.closed:
-			return
+// park makes w idle, unless p closed; it reports whether it did.
+func (p *Pool) park(w *worker) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	w.since = time.Now()
+	p.idle = append(p.idle, w)
+	if !p.armed {
+		p.armed = true
+		if p.sweep == nil {
+			p.sweep = time.AfterFunc(idleFor, p.retire)
+		} else {
+			p.sweep.Reset(idleFor)
 		}
 	}
+	return true
+}
+
+// retire ends the workers idle for idleFor or longer, and sets the timer again for the next
+// one while some are idle.
+func (p *Pool) retire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	now := time.Now()
+	n := 0
+	for n < len(p.idle) && now.Sub(p.idle[n].since) >= idleFor {
+		p.idle[n].next <- nil
+		n++
+	}
+	p.idle = slices.Delete(p.idle, 0, n)
+	if len(p.idle) == 0 {
+		p.armed = false
+		return
+	}
+	p.sweep.Reset(idleFor - now.Sub(p.idle[0].since))
 }
 
 // Close ends the idle workers, and every busy one once its function returns. It does not wait
 // for them.
 func (p *Pool) Close() {
-	p.close.Do(func() { close(p.closed) })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	if p.sweep != nil {
+		p.sweep.Stop()
+	}
+	for _, w := range p.idle {
+		w.next <- nil
+	}
+	p.idle = nil
 }

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,23 +13,40 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // A worker that ran a function waits for the next one: a function handed over then reaches
-// it, on the goroutine that ran the first.
+// it, not a new goroutine, and it waits again afterwards.
 func TestReusesIdleWorkers(t *testing.T) {
 	p := New()
 	defer p.Close()
 	done := make(chan struct{})
 	p.Go(func() { done <- struct{}{} })
 	<-done
+	w := waitIdle(t, p)
+	p.Go(func() { done <- struct{}{} })
+	p.mu.Lock()
+	left := len(p.idle)
+	p.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d workers idle after Go, want 0: the function did not go to the idle worker", left)
+	}
+	<-done
+	if again := waitIdle(t, p); again != w {
+		t.Fatal("another worker went idle than the one the function was handed to")
+	}
+}
+
+// waitIdle waits until p has exactly one idle worker, and returns it.
+func waitIdle(t *testing.T, p *Pool) *worker {
+	t.Helper()
 	deadline := time.Now().Add(idleFor / 2)
 	for {
-		select {
-		case p.handoff <- func() { done <- struct{}{} }:
-			<-done
-			return
-		default:
+		p.mu.Lock()
+		idle := slices.Clone(p.idle)
+		p.mu.Unlock()
+		if len(idle) == 1 {
+			return idle[0]
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the worker did not wait for the next function")
+			t.Fatalf("%d workers idle, want 1", len(idle))
 		}
 		runtime.Gosched()
 	}
