@@ -298,7 +298,7 @@ func (l *Lock) endForRelease(why error) error {
 // release does not overtake the acquisition there.
 func (l *Lock) sendRelease(ctx context.Context) error {
 	c := l.c
-	start := c.opts.clock.Now()
+	start := c.began()
 	rd := round[struct{}]{c: c, op: locktrace.NodeRelease, cmd: l.spec.ops.release(l.token, c.self.channel, l.waiter),
 		decode: decodeHeld, wait: c.opts.nodeTimeout, need: l.spec.need, hold: l.life.ttl}
 	callCtx, cancel := context.WithTimeout(ctx, max(rd.wait, rd.hold))
@@ -311,7 +311,7 @@ func (l *Lock) sendRelease(ctx context.Context) error {
 	if !out.Quorum {
 		err = c.verdict(ctx, l.spec, out.Outcome, pending, rd.wait)
 	}
-	c.decided(ctx, votes(out.Outcome), c.opts.clock.Now().Sub(start), err)
+	c.decided(ctx, votes(out.Outcome), c.since(start), err)
 	return err
 }
 

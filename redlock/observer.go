@@ -57,10 +57,21 @@ func outcome(ctx context.Context, err error) locktrace.Outcome {
 }
 
 // decided reports a round decided with votes yes, elapsed after it began, that ended in err.
+// A round that began only for this report takes its start from began, and its elapsed time
+// from since.
 func (c *Client) decided(ctx context.Context, votes int, elapsed time.Duration, err error) {
 	if c.opts.observer.Round != nil {
 		c.opts.observer.Round(ctx, locktrace.Round{Outcome: outcome(ctx, err), Votes: votes, Elapsed: elapsed})
 	}
+}
+
+// since returns the time elapsed from start, from began, for decided: zero when there is no
+// Round hook to read it.
+func (c *Client) since(start time.Time) time.Duration {
+	if c.opts.observer.Round == nil {
+		return 0
+	}
+	return c.opts.clock.Now().Sub(start)
 }
 
 // waiting reports that an acquiring call begins to wait, and waited that it stops.
@@ -76,7 +87,25 @@ func (c *Client) waited(ctx context.Context, call locktrace.Call) {
 	}
 }
 
-// replied reports node's reply to op, sent at start.
+// sent returns when a node call begins, for replied: the zero time when no NodeReply hook
+// reads it, so that a call without an Observer costs no reading of the clock.
+func (c *Client) sent() time.Time {
+	if c.opts.observer.NodeReply == nil {
+		return time.Time{}
+	}
+	return c.opts.clock.Now()
+}
+
+// began returns when a round that only the Round hook times begins, for decided: the zero
+// time when there is no such hook.
+func (c *Client) began() time.Time {
+	if c.opts.observer.Round == nil {
+		return time.Time{}
+	}
+	return c.opts.clock.Now()
+}
+
+// replied reports node's reply to op, sent at start (see sent).
 func (c *Client) replied(ctx context.Context, node int, op locktrace.NodeOp, start time.Time, err error) {
 	if c.opts.observer.NodeReply == nil {
 		return

@@ -102,7 +102,7 @@ func (a *asked[T]) collect(late func(quorum.Reply[T])) {
 // call sends the round's command to node i and reads its reply, reporting it to the Observer.
 func (r round[T]) call(ctx context.Context, i int) (T, error) {
 	c := r.c
-	start := c.opts.clock.Now()
+	start := c.sent()
 	var v T
 	reply, err := c.send(ctx, i, r.cmd)
 	if err == nil {
