@@ -267,7 +267,8 @@ func expiry(out quorum.Outcome[wire.Grant], need int) time.Duration {
 // message costs at most that pause). First in line, it tries again when the key expires on a
 // quorum of nodes, if that comes sooner: a holder that crashed releases nothing, and a key handed
 // to a waiter that is gone lapses with that waiter's lease, so that a waiter that died in line
-// holds the key up for a lease at most. After a split vote, now or lately, it tries again sooner (see splitPause).
+// holds the key up for a lease at most. After a split vote, now or lately, it tries again sooner
+// (see splitPause).
 func (k *contender) pauseAfter(r result) time.Duration {
 	select {
 	case <-k.ready:
