@@ -157,8 +157,9 @@ func appendFields(names []string, v reflect.Value) []string {
 }
 
 // MutexKeys are the keys of a single-key lock: the lock key, its line of waiters (a sorted set
-// and the prefix of its waiters' lease keys, see queue.lua), the mark that a call without a place in the line (a LockAll's) waits
-// for a release of the key, and, with fencing, its counter ("" without).
+// and the prefix of its waiters' lease keys, see queue.lua), the mark that a call without a
+// place in the line (a LockAll's) waits for a release of the key, and, with fencing, its
+// counter ("" without).
 type MutexKeys struct {
 	Lock, Queue, Leases, Watch, Fence string
 }

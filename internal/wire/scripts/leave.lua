@@ -1,6 +1,6 @@
--- A waiter gives up (after queue.lua and hand.lua): it leaves the line, and what was its turn goes on: the
--- key, when a release gave it to this waiter or it was first and the key is free, goes to the
--- next live waiter (hand.lua's let_go), or with nobody left in line is let go.
+-- A waiter gives up (after queue.lua and hand.lua): it leaves the line, and what was its turn
+-- goes on: the key, when a release gave it to this waiter or it was first and the key is free,
+-- goes to the next live waiter (hand.lua's let_go), or with nobody left in line is let go.
 -- KEYS: the lock key, its queue, its leases, its watch mark. ARGV: the waiter's name, the
 -- channel, the key's name in the announcement, the Client's lease of a place (the cap of a
 -- hand-over, see hand.lua's hand). Returns 1.

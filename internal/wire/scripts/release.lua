@@ -1,4 +1,5 @@
--- Release a lock key (after queue.lua and hand.lua): compare and let go, as hand.lua's release says.
+-- Release a lock key (after queue.lua and hand.lua): compare and let go, as hand.lua's release
+-- says.
 -- KEYS: the lock key, its queue, its leases, its watch mark. ARGV: the token, the channel to
 -- announce the release on ("" for none), the key's name in the announcement, the waiter's name
 -- (Unlock's: the one that acquired; a roll-back's: the attempt's own; "" for none), "rollback"

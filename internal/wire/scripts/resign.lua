@@ -1,5 +1,5 @@
--- Election, end a term (after queue.lua and hand.lua): release.lua's release of the lock key, which also
--- deletes the value and announces that there is no leader to every Client.
+-- Election, end a term (after queue.lua and hand.lua): release.lua's release of the lock key,
+-- which also deletes the value and announces that there is no leader to every Client.
 -- KEYS: the lock key, its queue, its leases, the value, the watch mark. ARGV: as release.lua's,
 -- but the value's name in the announcements comes before "rollback" (and the waiter's place and
 -- lease after it). A failed campaign's roll-back announces no end: there was no term.
