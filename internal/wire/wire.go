@@ -52,6 +52,8 @@ var (
 	holdersLib string
 	//go:embed scripts/acquire.lua
 	acquireSrc string
+	//go:embed scripts/release_alone.lua
+	releaseAloneSrc string
 	//go:embed scripts/release.lua
 	releaseSrc string
 	//go:embed scripts/leave.lua
@@ -94,10 +96,11 @@ var (
 
 // The scripts. Those that read a node's clock or raise a fencing counter start with lib.lua's
 // functions; those that read a lock's line of waiters start with queue.lua's (and those that
-// release a lock go on with hand.lua's), the semaphore's and the readers' with holders.lua's.
+// release a lock go on with hand.lua's; release.lua's own start comes first), the semaphore's
+// and the readers' with holders.lua's.
 var (
 	AcquireScript        = newScript("acquire", queueLib, acquireSrc)
-	ReleaseScript        = newScript("release", queueLib, handLib, releaseSrc)
+	ReleaseScript        = newScript("release", releaseAloneSrc, queueLib, handLib, releaseSrc)
 	LeaveScript          = newScript("leave", queueLib, handLib, leaveSrc)
 	ExtendScript         = newScript("extend", extendSrc)
 	FenceScript          = newScript("fence", lib, fenceSrc)

@@ -8,21 +8,24 @@
 -- A waiter that takes the key is out of line; if its attempt fails on the other nodes, the
 -- roll-back puts it back at its place.
 -- Returns {0} when refused ({0, n, ms} to a waiter: n is 1 when a waiter is ahead of it in
--- line, 0 when it is first, and the key has ms milliseconds left, or -2 when free), {1} when
+-- line, 0 when it is first, and the key has ms milliseconds left, or -2 when free, -1 when
+-- not read: a waiter behind another waits for its turn, not for the key's expiry), {1} when
 -- set, and with fencing {1, counter, seconds, microseconds}: the counter and this node's clock,
 -- read in the same step.
 local name = ARGV[3]
 local held = redis.call("GET", KEYS[1])
 if name ~= "" and held ~= name then
 	if held then
-		local ahead = join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]))
-		return {0, ahead > 0 and 1 or 0, redis.call("PTTL", KEYS[1])}
+		if join(KEYS[2], KEYS[3], name, ARGV[4], ARGV[5], ARGV[6]) > 0 then
+			return {0, 1, -1}
+		end
+		return {0, 0, redis.call("PTTL", KEYS[1])}
 	end
 	-- first also drops the lapsed waiters at the front, so that a waiter behind only them
 	-- takes the key.
 	local ahead = first(KEYS[2], KEYS[3], name)
 	if ahead and ahead ~= name then
-		join(KEYS[2], KEYS[3], name, ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]))
+		join(KEYS[2], KEYS[3], name, ARGV[4], ARGV[5], ARGV[6])
 		return {0, 1, -2}
 	end
 	if ahead then

@@ -24,8 +24,9 @@ local function hand(queue, leases, channel, key, keyname, except, cap_ms)
 		end
 		local left = redis.call("PTTL", lease_key(leases, name))
 		if left > 0 then
-			if cap_ms and cap_ms > 0 and left > cap_ms then
-				left = cap_ms
+			local cap = tonumber(cap_ms) or 0
+			if cap > 0 and left > cap then
+				left = cap_ms -- the argument as sent: a number passed to a call is formatted at a cost
 			end
 			redis.call("SET", key, name, "PX", left)
 			if channel ~= "" then
@@ -57,9 +58,11 @@ end
 -- key left the line then. A roll-back's puts waiter (the attempt's own) back at its place for
 -- lease_ms where the attempt took the key, and gives key only to another waiter: one whose turn
 -- came while the failed attempt held the key must not wait for its expiry, and nobody else needs
--- telling.
-local function release(key, queue, leases, watch, token, channel, keyname, waiter, rollback, place, lease_ms, also)
-	local held = redis.call("GET", key)
+-- telling. held, when not nil, is what key holds (false when absent), read by the caller.
+local function release(key, queue, leases, watch, token, channel, keyname, waiter, rollback, place, lease_ms, also, held)
+	if held == nil then
+		held = redis.call("GET", key)
+	end
 	if held == token then
 		if rollback and waiter ~= "" then
 			join(queue, leases, waiter, place, lease_ms)

@@ -8,6 +8,6 @@ local name = first(KEYS[2], KEYS[3])
 leave(KEYS[2], ARGV[1])
 local held = redis.call("GET", KEYS[1])
 if held == ARGV[1] or (name == ARGV[1] and not held) then
-	let_go(KEYS[2], KEYS[3], ARGV[2], KEYS[1], ARGV[3], nil, false, KEYS[4], tonumber(ARGV[4]))
+	let_go(KEYS[2], KEYS[3], ARGV[2], KEYS[1], ARGV[3], nil, false, KEYS[4], ARGV[4])
 end
 return 1

@@ -5,7 +5,7 @@
 -- hand.lua's hand), then the n names in the announcements. Releases each key as release.lua
 -- does. Returns 1 when the keys were ours, 0 otherwise.
 local n = #KEYS / 4
-local cap = tonumber(ARGV[4])
+local cap = ARGV[4]
 local rollback = ARGV[3] == "rollback"
 local held = 0
 for i = 1, n do

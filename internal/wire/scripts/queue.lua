@@ -26,20 +26,22 @@ local function first(queue, leases, self)
 	return nil
 end
 
--- join puts name in line at place (or keeps its place) and renews its lease: for lease_ms when
--- it is first in line, for behind_ms (when above 0) when another waiter is ahead of it, so that a
--- waiter far back need not renew its place as often. The queue is kept at least that long (twice
--- as long when it needs more, so that most joins need not renew it). Returns how many waiters
--- are ahead of name.
-local function join(queue, leases, name, place, lease_ms, behind_ms)
+-- join puts name in line at place (or keeps its place) and renews its lease: for lease (ms, as
+-- the script's argument: a number passed to a call is formatted at a cost) when it is first in
+-- line, for behind (when above 0) when another waiter is ahead of it, so that a waiter far back
+-- need not renew its place as often. The queue is kept at least that long (twice as long when
+-- it needs more, so that most joins need not renew it). Returns how many waiters are ahead of
+-- name.
+local function join(queue, leases, name, place, lease, behind)
 	redis.call("ZADD", queue, "NX", place, name)
 	local ahead = redis.call("ZRANK", queue, name)
-	if ahead > 0 and behind_ms and behind_ms > 0 then
-		lease_ms = behind_ms
+	if ahead > 0 and behind and tonumber(behind) > 0 then
+		lease = behind
 	end
-	redis.call("SET", lease_key(leases, name), "1", "PX", lease_ms)
-	if redis.call("PTTL", queue) < lease_ms then
-		redis.call("PEXPIRE", queue, 2 * lease_ms)
+	redis.call("SET", lease_key(leases, name), "1", "PX", lease)
+	local ms = tonumber(lease)
+	if redis.call("PTTL", queue) < ms then
+		redis.call("PEXPIRE", queue, 2 * ms)
 	end
 	return ahead
 end
