@@ -135,6 +135,9 @@ func testCluster(t *testing.T, s clusterSetup) {
 	t.Run("exclusion", func(t *testing.T) {
 		for _, k := range s.keys {
 			t.Run(k.prefix+k.key, func(t *testing.T) {
+				// A hand-over that no longer wakes the next waiter fails by the deadline.
+				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
 				var inside, overlaps atomic.Int32
 				count := 0
 				var wg sync.WaitGroup

@@ -269,9 +269,11 @@ func TestRealServersHandOffByAnnouncement(t *testing.T) {
 		wg.Go(func() {
 			for range rounds {
 				start := time.Now()
-				l, err := c.Lock(context.Background(), "baton", 10*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				l, err := c.Lock(ctx, "baton", 10*time.Second)
+				cancel()
 				if err != nil {
-					t.Error(err)
+					t.Errorf("a Lock waited %v, no release woke it: %v", time.Since(start), err)
 					return
 				}
 				mu.Lock()
