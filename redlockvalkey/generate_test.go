@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// node.go is generated from redlockrueidis's node.go, and stays so: change that file, then run
-// go generate here.
+// node.go and batch.go are generated from redlockrueidis's, and stay so: change those files,
+// then run go generate here.
 func TestNodeIsGeneratedFromTheRueidisNode(t *testing.T) {
 	out, err := exec.Command("go", "run", "./internal/twin", "-check").CombinedOutput()
 	if err != nil {

@@ -35,7 +35,9 @@ import (
 // answered so did not run the command.
 //
 // Each call ends by its context's deadline: valkey-go gives up waiting for the reply then, and
-// leaves the command queued in order on its connection (see inOrder). A call that must first
+// leaves the command queued in order on its connection (see inOrder). Concurrent EVALSHA and SET
+// calls go out together in one DoMulti while another batch is in flight (see batcher), and a
+// call waiting for its batch ends by its deadline too. A call that must first
 // make a new connection (the old one failed) to a node that does not answer goes on up to the
 // client's Dialer.Timeout (5 s by default) whatever its deadline, but alone: the node's method
 // returns at the deadline all the same (see nodecall.ByDeadline). Listen's subscription has no
@@ -48,6 +50,7 @@ import (
 // redlock Client leaves a node call that its client does not end by its deadline.
 type node struct {
 	client  valkey.Client
+	batch   *batcher // the client's, for EVALSHA and SET
 	addr    string
 	cluster bool // a script's keys must then share a hash slot
 }
@@ -62,6 +65,7 @@ type node struct {
 func Node(client valkey.Client) driver.Node {
 	return &node{
 		client:  client,
+		batch:   &batcher{client: client},
 		addr:    strings.Join(slices.Sorted(maps.Keys(client.Nodes())), ","),
 		cluster: client.Mode() == valkey.ClientModeCluster,
 	}
@@ -100,10 +104,12 @@ func (n *node) eval(ctx context.Context, script driver.Script, keys, args []stri
 		return nil, err
 	}
 	c := n.client
-	ctx = inOrder(ctx)
-	res := c.Do(ctx, c.B().Evalsha().Sha1(script.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	res, err := n.batch.do(ctx, c.B().Evalsha().Sha1(script.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	if err != nil {
+		return nil, err
+	}
 	if err, ok := valkey.IsValkeyErr(res.Error()); ok && err.IsNoScript() {
-		res = c.Do(ctx, c.B().Eval().Script(script.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+		res = c.Do(inOrder(ctx), c.B().Eval().Script(script.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	}
 	v, err := res.ToAny()
 	if valkey.IsValkeyNil(err) {
@@ -131,8 +137,10 @@ func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 
 func (n *node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	c := n.client
-	ctx = inOrder(ctx)
-	err := c.Do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttl.Milliseconds()).Build()).Error()
+	res, err := n.batch.do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttl.Milliseconds()).Build())
+	if err == nil {
+		err = res.Error()
+	}
 	switch {
 	case valkey.IsValkeyNil(err):
 		return false, nil
