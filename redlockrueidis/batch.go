@@ -47,8 +47,13 @@ const maxAlone = 2
 // ClientOption.BlockingPipeline (2000 by default) on a connection of its own.
 const maxBatch = 256
 
-// do sends cmd, alone or in a batch, and returns its result, or ctx's error.
-func (b *batcher) do(ctx context.Context, cmd rueidis.Completed) (rueidis.RedisResult, error) {
+// do sends cmd, alone or in a batch, and returns its result, or ctx's error. Without a batcher
+// (b nil), or without a deadline in ctx, it sends cmd at once with c's Do: a batch ends at the
+// latest deadline of its calls.
+func (b *batcher) do(ctx context.Context, c rueidis.Client, cmd rueidis.Completed) (rueidis.RedisResult, error) {
+	if _, ok := ctx.Deadline(); b == nil || !ok {
+		return c.Do(inOrder(ctx), cmd), nil
+	}
 	call := b.enter(ctx, cmd)
 	if call == nil {
 		defer b.sentAlone()

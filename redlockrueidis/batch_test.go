@@ -36,7 +36,7 @@ func batcherOf(t *testing.T, s *redistest.Server) *batcher {
 // setNX sends SET NX PX through b.
 func setNX(b *batcher, ctx context.Context, key string) (rueidis.RedisResult, error) {
 	c := b.client
-	res, err := b.do(ctx, c.B().Set().Key(key).Value("x").Nx().PxMilliseconds(60_000).Build())
+	res, err := b.do(ctx, c, c.B().Set().Key(key).Value("x").Nx().PxMilliseconds(60_000).Build())
 	if err == nil {
 		err = res.Error()
 	}
@@ -172,4 +172,52 @@ func TestBatcherQueueGoesOnWhenItsLeadGaveUp(t *testing.T) {
 		}
 		idle(t, b, fmt.Sprintf("%d: both returned", i))
 	}
+}
+
+// A cluster client's node sends each call on its own: rueidis's DoMulti on a cluster waits for
+// every shard of a batch, so that one stopped master would hold up the calls to the others.
+func TestClusterNodeCallsToLiveMastersGoOnWhileOneIsStopped(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: redistest.Addrs(cl.Masters)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	n := Node(c).(*node)
+	stopped := cl.Masters[0]
+	var live, dead []string
+	for i := 0; len(live) < 4*maxAlone || len(dead) < 4*maxAlone; i++ {
+		key := fmt.Sprint("k", i)
+		if cl.Owner(t, key) == stopped {
+			dead = append(dead, key)
+		} else {
+			live = append(live, key)
+		}
+		// Every connection made, so that no call waits for one to the stopped master.
+		if _, err := n.setNX(context.Background(), key, "warm", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped.Pause(t)
+	defer stopped.Resume()
+	call := func(key string, timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		_, err := n.setNX(ctx, key, "x", time.Minute)
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, key := range dead { // in flight on the stopped master first, as a Client's calls would be
+		wg.Go(func() { call(key, 3*time.Second) })
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, key := range live {
+		wg.Go(func() {
+			start := time.Now()
+			if err := call(key, time.Second); err != nil {
+				t.Errorf("%s, on a live master, after %v: %v", key, time.Since(start), err)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -36,8 +36,9 @@ import (
 //
 // Each call ends by its context's deadline: valkey-go gives up waiting for the reply then, and
 // leaves the command queued in order on its connection (see inOrder). Concurrent EVALSHA and SET
-// calls go out together in one DoMulti while another batch is in flight (see batcher), and a
-// call waiting for its batch ends by its deadline too. A call that must first
+// calls with a deadline go out together in one DoMulti while another batch is in flight (see
+// batcher), except on a cluster client, and a call waiting for its batch ends by its deadline
+// too. A call that must first
 // make a new connection (the old one failed) to a node that does not answer goes on up to the
 // client's Dialer.Timeout (5 s by default) whatever its deadline, but alone: the node's method
 // returns at the deadline all the same (see nodecall.ByDeadline). Listen's subscription has no
@@ -50,7 +51,7 @@ import (
 // redlock Client leaves a node call that its client does not end by its deadline.
 type node struct {
 	client  valkey.Client
-	batch   *batcher // the client's, for EVALSHA and SET
+	batch   *batcher // for EVALSHA and SET; nil on a cluster client (see Node)
 	addr    string
 	cluster bool // a script's keys must then share a hash slot
 }
@@ -63,12 +64,17 @@ type node struct {
 // Give each node of a Client its own valkey-go client to its own Redis master: NewNodes cannot
 // tell two nodes over one client, or one server, apart.
 func Node(client valkey.Client) driver.Node {
-	return &node{
+	n := &node{
 		client:  client,
-		batch:   &batcher{client: client},
 		addr:    strings.Join(slices.Sorted(maps.Keys(client.Nodes())), ","),
 		cluster: client.Mode() == valkey.ClientModeCluster,
 	}
+	// A cluster client's DoMulti waits for every shard of a batch: one stopped master would hold
+	// up the calls to all the others.
+	if !n.cluster {
+		n.batch = &batcher{client: client}
+	}
+	return n
 }
 
 var _ driver.Tuned = (*node)(nil)
@@ -104,7 +110,7 @@ func (n *node) eval(ctx context.Context, script driver.Script, keys, args []stri
 		return nil, err
 	}
 	c := n.client
-	res, err := n.batch.do(ctx, c.B().Evalsha().Sha1(script.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	res, err := n.batch.do(ctx, c, c.B().Evalsha().Sha1(script.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +143,7 @@ func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 
 func (n *node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	c := n.client
-	res, err := n.batch.do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttl.Milliseconds()).Build())
+	res, err := n.batch.do(ctx, c, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttl.Milliseconds()).Build())
 	if err == nil {
 		err = res.Error()
 	}
