@@ -48,6 +48,10 @@ var (
 	queueLib string
 	//go:embed scripts/hand.lua
 	handLib string
+	//go:embed scripts/let_go.lua
+	letGoLib string
+	//go:embed scripts/acquire_handed.lua
+	acquireHandedSrc string
 	//go:embed scripts/holders.lua
 	holdersLib string
 	//go:embed scripts/acquire.lua
@@ -95,13 +99,15 @@ var (
 )
 
 // The scripts. Those that read a node's clock or raise a fencing counter start with lib.lua's
-// functions; those that read a lock's line of waiters start with queue.lua's (and those that
-// release a lock go on with hand.lua's; release.lua's own start comes first), the semaphore's
-// and the readers' with holders.lua's.
+// functions; those that read a lock's line of waiters with queue.lua's, and those that release
+// a lock with hand.lua's before them and let_go.lua's after (each path that runs most, a waiter
+// taking a key handed to it and an Unlock, comes before the functions it does not need:
+// building them costs a script a part of its time); the semaphore's and the readers' with
+// holders.lua's.
 var (
-	AcquireScript        = newScript("acquire", queueLib, acquireSrc)
-	ReleaseScript        = newScript("release", releaseAloneSrc, queueLib, handLib, releaseSrc)
-	LeaveScript          = newScript("leave", queueLib, handLib, leaveSrc)
+	AcquireScript        = newScript("acquire", acquireHandedSrc, queueLib, acquireSrc)
+	ReleaseScript        = newScript("release", handLib, releaseAloneSrc, queueLib, letGoLib, releaseSrc)
+	LeaveScript          = newScript("leave", handLib, queueLib, letGoLib, leaveSrc)
 	ExtendScript         = newScript("extend", extendSrc)
 	FenceScript          = newScript("fence", lib, fenceSrc)
 	SemaphoreScript      = newScript("semaphore", lib, holdersLib, semaphoreSrc)
@@ -113,11 +119,11 @@ var (
 	WriteAbandonScript   = newScript("write_abandon", writeAbandonSrc)
 	MultiAcquireScript   = newScript("multi_acquire", multiAcquireSrc)
 	MultiExtendScript    = newScript("multi_extend", multiExtendSrc)
-	MultiReleaseScript   = newScript("multi_release", queueLib, handLib, multiReleaseSrc)
+	MultiReleaseScript   = newScript("multi_release", handLib, queueLib, letGoLib, multiReleaseSrc)
 	ClaimScript          = newScript("claim", claimSrc)
 	ElectScript          = newScript("elect", lib, electSrc)
 	ElectExtendScript    = newScript("elect_extend", electExtendSrc)
-	ResignScript         = newScript("resign", queueLib, handLib, resignSrc)
+	ResignScript         = newScript("resign", handLib, queueLib, letGoLib, resignSrc)
 	InspectScript        = newScript("inspect", inspectSrc)
 )
 

@@ -285,6 +285,43 @@ func TestScriptsOnARealServer(t *testing.T) {
 		}
 	})
 
+	t.Run("a waiter that joins a line counts itself behind until its next attempt", func(t *testing.T) {
+		// Places are the times the waiters began. w2's clock lags w1's: joining after w1, it is
+		// first in line all the same. Its join does not read its rank (one waiter ahead, its
+		// time left not said); its next attempt does, and is told the key's time left.
+		run(t, c, wire.AcquireScript, acq("F", "", 0))
+		attempt := func(what, token, waiter string, place, ahead int64) wire.Grant {
+			t.Helper()
+			ok, g, err := wire.DecodeGrant(run(t, c, wire.AcquireScript, acq(token, waiter, place)))
+			if err != nil || ok || g.Ahead != ahead {
+				t.Fatalf("%s: granted %v, %d ahead, %v; want refused, %d ahead", what, ok, g.Ahead, err, ahead)
+			}
+			return g
+		}
+		attempt("w1 joins a line nobody is in", "B", w1, 10, 0)
+		if g := attempt("w2 joins after w1 with an earlier place", "C", w2, 5, 1); g.Left != -1 {
+			t.Fatalf("w2 was told the key has %v left, want not said", g.Left)
+		}
+		if g := attempt("w2 tries again", "C", w2, 5, 0); g.Left <= 59*time.Second {
+			t.Fatalf("w2, first in line, was told the key has %v left, want its ttl (1m)", g.Left)
+		}
+		attempt("w1 tries again", "B", w1, 10, 1)
+		// A release that finds only waiters whose lease lapsed lets the key go, and tells every
+		// Client while a call without a place in line waits.
+		c.Del(ctx, k.Leases+":"+w1, k.Leases+":"+w2)
+		c.Set(ctx, k.Watch, "1", time.Minute)
+		if !held(t, run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "F", Channel: ch})) {
+			t.Fatal("the holder did not release")
+		}
+		if msg, want := next(), ch+" "+k.Lock+"\n"; msg != want {
+			t.Fatalf("announced %q, want %q", msg, want)
+		}
+		if n := c.Exists(ctx, k.Lock, k.Queue).Val(); n != 0 {
+			t.Fatalf("%d of the key and its line stay", n)
+		}
+		c.Del(ctx, k.Watch)
+	})
+
 	t.Run("leave", func(t *testing.T) {
 		run(t, c, wire.AcquireScript, acq("E", "", 0))
 		run(t, c, wire.AcquireScript, acq("x", w1, 1))

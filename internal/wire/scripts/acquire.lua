@@ -1,4 +1,4 @@
--- Acquire a lock key for a waiter, or with fencing (after queue.lua).
+-- Acquire a lock key for a waiter, or with fencing (after acquire_handed.lua and queue.lua).
 -- KEYS: the lock key, its queue, its leases, and with fencing its counter.
 -- ARGV: the token, the ttl in ms, the waiter's name ("" for none), its place, its lease in ms
 -- when first in line, and when behind another waiter (see join).
@@ -12,8 +12,6 @@
 -- not read: a waiter behind another waits for its turn, not for the key's expiry), {1} when
 -- set, and with fencing {1, counter, seconds, microseconds}: the counter and this node's clock,
 -- read in the same step.
-local name = ARGV[3]
-local held = redis.call("GET", KEYS[1])
 if name ~= "" and held ~= name then
 	if held then
 		if join(KEYS[2], KEYS[3], name, ARGV[4], ARGV[5], ARGV[6]) > 0 then
@@ -29,7 +27,7 @@ if name ~= "" and held ~= name then
 		return {0, 1, -2}
 	end
 	if ahead then
-		leave(KEYS[2], name)
+		redis.call("ZREM", KEYS[2], name)
 	end
 elseif held and name == "" then
 	return {0}

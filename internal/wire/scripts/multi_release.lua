@@ -1,5 +1,5 @@
--- LockAll, release (after queue.lua and hand.lua). KEYS: n keys, then their n queues, their n
--- leases, and their n watch marks.
+-- LockAll, release (after hand.lua, queue.lua and let_go.lua). KEYS: n keys, then their n
+-- queues, their n leases, and their n watch marks.
 -- ARGV: the token, the channel to announce each release on ("" for none), "rollback" for a
 -- failed attempt's roll-back, the Client's lease of a place in ms (the cap of a hand-over, see
 -- hand.lua's hand), then the n names in the announcements. Releases each key as release.lua

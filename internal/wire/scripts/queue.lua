@@ -3,11 +3,9 @@
 -- the leases key's name, a colon and the waiter's name (in the lock key's hash slot, as the
 -- leases key's tag puts it), that lives as long as the lease. A waiter renews its lease with
 -- every attempt; one whose lease lapsed has moved on (it gave up, crashed, or took a new name)
--- and is dropped, so that it never blocks the line.
-
-local function lease_key(leases, name)
-	return leases .. ":" .. name
-end
+-- and is dropped, so that it never blocks the line. A waiter that leaves the line is taken out
+-- of the queue (ZREM); its lease key lapses on its own (a roll-back that puts it back at its
+-- place renews it).
 
 -- first drops the waiters at the front whose lease lapsed and returns the first live one, or
 -- nil. self, when not nil, is the waiter of the calling attempt: live, since it is asking, so
@@ -18,7 +16,7 @@ local function first(queue, leases, self)
 		if not name or name == self then
 			return name
 		end
-		if redis.call("PTTL", lease_key(leases, name)) > 0 then
+		if redis.call("PTTL", leases .. ":" .. name) > 0 then
 			return name
 		end
 		redis.call("ZREM", queue, name)
@@ -31,23 +29,24 @@ end
 -- line, for behind (when above 0) when another waiter is ahead of it, so that a waiter far back
 -- need not renew its place as often. The queue is kept at least that long (twice as long when
 -- it needs more, so that most joins need not renew it). Returns how many waiters are ahead of
--- name.
+-- name: for a waiter that joins a line others are in, 1 without reading its rank (places are
+-- the times the waiters began, so that one who joins later is behind; one whose clock lags the
+-- others' may be first, and its next attempt, which reads its rank, says so).
 local function join(queue, leases, name, place, lease, behind)
-	redis.call("ZADD", queue, "NX", place, name)
-	local ahead = redis.call("ZRANK", queue, name)
+	local ttl = redis.call("PTTL", queue)
+	local ahead = 0
+	if redis.call("ZADD", queue, "NX", place, name) == 0 then
+		ahead = redis.call("ZRANK", queue, name)
+	elseif ttl ~= -2 then
+		ahead = 1
+	end
 	if ahead > 0 and behind and tonumber(behind) > 0 then
 		lease = behind
 	end
-	redis.call("SET", lease_key(leases, name), "1", "PX", lease)
+	redis.call("SET", leases .. ":" .. name, "1", "PX", lease)
 	local ms = tonumber(lease)
-	if redis.call("PTTL", queue) < ms then
+	if ttl < ms then
 		redis.call("PEXPIRE", queue, 2 * ms)
 	end
 	return ahead
-end
-
--- leave takes name out of line; its lease key lapses on its own (a roll-back that puts name
--- back at its place renews it).
-local function leave(queue, name)
-	redis.call("ZREM", queue, name)
 end

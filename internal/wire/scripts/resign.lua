@@ -1,4 +1,4 @@
--- Election, end a term (after queue.lua and hand.lua): release.lua's release of the lock key,
+-- Election, end a term (after hand.lua, queue.lua and let_go.lua): release.lua's release of the lock key,
 -- which also deletes the value and announces that there is no leader to every Client.
 -- KEYS: the lock key, its queue, its leases, the value, the watch mark. ARGV: as release.lua's,
 -- but the value's name in the announcements comes before "rollback" (and the waiter's place and
