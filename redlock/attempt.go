@@ -36,7 +36,14 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 	out := rd.ask(ctx)
 	l, err := k.grant(ctx, a, out, start, until)
 	if l != nil {
-		out.rest(l.late)
+		if k.w == nil {
+			out.rest(l.late)
+			return l, result{}
+		}
+		for _, rep := range out.Replies {
+			k.leaveRefuser(ctx, rep)
+		}
+		out.rest(func(rep quorum.Reply[wire.Grant]) { k.leaveRefuser(ctx, rep); l.late(rep) })
 		return l, result{}
 	}
 	if k.w != nil && len(out.Pending) > 0 && ctx.Err() == nil && !closed(c.life.done) {
@@ -50,6 +57,24 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 	c.opts.log.DebugContext(ctx, "redlock: not acquired", "kind", k.s.kind, "key", k.s.key, "votes", r.votes, "err", r.err)
 	c.decided(ctx, r.votes, r.elapsed, r.err)
 	return nil, r
+}
+
+// leaveRefuser takes the waiter out of the line of the node of rep when it refused the attempt
+// the waiter won: the attempt renewed the waiter's place there, and a release that reached that
+// node later would hand the key to the waiter, which holds the lock already, for as long as its
+// place lasts, unless the lock's own Unlock passed it on (a lock that another Client resumed
+// under its token never does). Sent in a goroutine of the Client, waiting at most the node
+// timeout.
+func (k *contender) leaveRefuser(ctx context.Context, rep quorum.Reply[wire.Grant]) {
+	c, w := k.c, k.w
+	if !w.ok || !errors.Is(rep.Err, errTaken) {
+		return
+	}
+	c.life.bg.Go(func() {
+		if err := c.release(ctx, rep.Node, w.abandon, 0); err != nil && !errors.Is(err, errNotOwner) {
+			c.opts.log.WarnContext(ctx, "redlock: leaving the line failed; the place lapses with its lease", "node", rep.Node, "err", err)
+		}
+	})
 }
 
 // grant returns the Lock when out reached the quorum within the validity (and, with fencing,

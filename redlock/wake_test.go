@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/internal/redistest/delayproxy"
 	"github.com/quorumlock/redlock/redlock"
 	"github.com/quorumlock/redlock/redlock/locktrace"
 )
@@ -156,23 +157,7 @@ func TestRealServersWokenWaiterHoldsAFullLock(t *testing.T) {
 		}
 		return true
 	})
-	got := make(chan *redlock.Lock, 1)
-	go func() {
-		l, err := cs[1].Lock(ctx, "baton", 10*time.Second)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- l
-	}()
-	// It failed its first attempt and is in line on every node.
-	redistest.Eventually(t, "the waiter is in line on every node", func() bool {
-		for _, node := range nodes {
-			if node.ZCard(ctx, companion("queue", "baton")).Val() != 1 {
-				return false
-			}
-		}
-		return true
-	})
+	got := lockInLine(t, ctx, cs[1], nodes)
 	elapse(time.Second) // a waiter that polled would have tried by now
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -201,6 +186,92 @@ func TestRealServersWokenWaiterHoldsAFullLock(t *testing.T) {
 		t.Fatal(err)
 	} else {
 		l2.Unlock(ctx)
+	}
+}
+
+// lockInLine starts c's Lock of "baton" (ttl 10 s) in a goroutine, which sends the Lock (nil
+// after an error) on the channel returned, and returns once the Lock failed its first attempt
+// and stands alone in line on every node.
+func lockInLine(t *testing.T, ctx context.Context, c *redlock.Client, nodes []redis.UniversalClient) <-chan *redlock.Lock {
+	t.Helper()
+	got := make(chan *redlock.Lock, 1)
+	go func() {
+		l, err := c.Lock(ctx, "baton", 10*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	redistest.Eventually(t, "the waiter is in line on every node", func() bool {
+		for _, node := range nodes {
+			if node.ZCard(ctx, companion("queue", "baton")).Val() != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	return got
+}
+
+// A waiter that wins its lock where one node still refused it (the release had not reached that
+// node yet) leaves that node's line: the release that lands there later lets the key go, rather
+// than hand it to the winner, whose place would hold it there as long as it lasts (an hour
+// here) unless the lock's own Unlock passed it on, which a lock resumed under its token by
+// another Client never does.
+func TestRealServersWaiterThatWonLeavesTheLineWhereItWasRefused(t *testing.T) {
+	t.Parallel()
+	ss := redistest.StartN(t, 3)
+	addrs := redistest.Addrs(ss)
+	nodes := redistest.Clients(t, addrs...)
+	far, err := delayproxy.StartDelay(addrs[0], 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(far.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	newClient := func(addrs ...string) *redlock.Client {
+		c, err := redlock.New(redistest.Clients(t, addrs...), redlock.WithRetryDelay(time.Hour, time.Hour), redlock.WithNodeTimeout(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	holder := newClient(far.Addr(), addrs[1], addrs[2]) // its calls reach node 0 300 ms late
+	waiter, other := newClient(addrs...), newClient(addrs...)
+	held, err := holder.Lock(ctx, "baton", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, "the holder's key is on every node", func() bool {
+		return nodes[0].Get(ctx, "baton").Val() == held.Token()
+	})
+	got := lockInLine(t, ctx, waiter, nodes)
+	if err := held.Unlock(ctx); err != nil { // nodes 1 and 2 release it at once, node 0 later
+		t.Fatal(err)
+	}
+	l := redistest.Receive(t, "the waiter's Lock", got)
+	if l == nil {
+		return
+	}
+	if v := nodes[0].Get(ctx, "baton").Val(); v != held.Token() {
+		t.Fatalf("node 0 holds %q when the waiter won: want the holder's token, whose release is on its way", v)
+	}
+	r, err := other.Resume(ctx, "baton", l.Token(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, "node 0 lets the key go once the holder's release lands", func() bool {
+		return nodes[0].Exists(ctx, "baton").Val() == 0
+	})
+	if l2, err := other.TryLock(ctx, "baton", time.Second); err != nil {
+		t.Fatal(err)
+	} else if err := l2.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
