@@ -29,23 +29,16 @@ end
 -- line, for behind (when above 0) when another waiter is ahead of it, so that a waiter far back
 -- need not renew its place as often. The queue is kept at least that long (twice as long when
 -- it needs more, so that most joins need not renew it). Returns how many waiters are ahead of
--- name: for a waiter that joins a line others are in, 1 without reading its rank (places are
--- the times the waiters began, so that one who joins later is behind; one whose clock lags the
--- others' may be first, and its next attempt, which reads its rank, says so).
+-- name.
 local function join(queue, leases, name, place, lease, behind)
-	local ttl = redis.call("PTTL", queue)
-	local ahead = 0
-	if redis.call("ZADD", queue, "NX", place, name) == 0 then
-		ahead = redis.call("ZRANK", queue, name)
-	elseif ttl ~= -2 then
-		ahead = 1
-	end
+	redis.call("ZADD", queue, "NX", place, name)
+	local ahead = redis.call("ZRANK", queue, name)
 	if ahead > 0 and behind and tonumber(behind) > 0 then
 		lease = behind
 	end
 	redis.call("SET", leases .. ":" .. name, "1", "PX", lease)
 	local ms = tonumber(lease)
-	if ttl < ms then
+	if redis.call("PTTL", queue) < ms then
 		redis.call("PEXPIRE", queue, 2 * ms)
 	end
 	return ahead
