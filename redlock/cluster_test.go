@@ -242,12 +242,16 @@ func testCluster(t *testing.T, s clusterSetup) {
 			}
 			got <- err
 		}()
-		queue := companion("queue", key)
-		redistest.Eventually(t, "the waiter queued on a quorum", func() bool {
+		// Its place on each vote has a lease too: a message that a master publishes is counted
+		// only by the Clients that listen on that master, so the count cannot tell whether the
+		// waiter hears it.
+		queue, leases := companion("queue", key), companion("leases", key)
+		redistest.Eventually(t, "the waiter queued on a quorum, with a lease", func() bool {
 			n := 0
 			for i := range 3 {
 				rc, tag := s.raw(i)
-				if rc.Exists(ctx, tag+queue).Val() == 1 {
+				line := rc.ZRange(ctx, tag+queue, 0, -1).Val()
+				if len(line) == 1 && rc.Exists(ctx, tag+leases+":"+line[0]).Val() == 1 {
 					n++
 				}
 			}

@@ -20,8 +20,10 @@ import (
 // Once it waits, a contender has a name for its whole life and a place in the line of every
 // node its attempts reached (a mutex's): a release hands the key to the first live waiter in
 // the node's line and wakes that one only, so waiters of every process are served in the order
-// they began waiting. Its place lasts for a lease that each attempt renews, so a waiter that is
-// gone stops blocking the line (and a key handed to it) when its lease lapses.
+// they began waiting. Its place is live while its Client hears the node (hand.lua): a waiter
+// whose process ended is passed over at once, and one that does not come (a paused process)
+// holds a key handed to it one lease at most. Each attempt renews the line's life (and, for a
+// cluster's Client, which hears on one node only, the waiter's lease on each node).
 type contender struct {
 	c     *Client
 	s     *spec
@@ -172,9 +174,10 @@ func (k *contender) listen(ctx context.Context) error {
 	return nil
 }
 
-// lease is how long a waiter's place in line lasts unless an attempt renews it: longer than
-// the longest pause between two attempts (the retry delay) and two attempts' worth of node
-// timeouts.
+// lease is how long a waiter's place in line lasts unless an attempt renews it (the line, and a
+// cluster's Client's lease of the place): longer than the longest pause between two attempts
+// (the retry delay) and two attempts' worth of node timeouts. It is also how long a key handed
+// to a waiter waits for it (hand.lua).
 func (c *Client) lease() time.Duration {
 	return satAdd(c.opts.retryMax, satMul(c.opts.nodeTimeout, 3))
 }
@@ -182,7 +185,7 @@ func (c *Client) lease() time.Duration {
 // behindLeases is how many of the Client's leases a waiter with others ahead of it in line on a
 // node holds its place there for (acquire.lua): it renews its place that much less often, and
 // a release that hands it the key waits for it one of the releasing Client's leases at most
-// (hand.lua), so that a waiter that died in line holds the key up for one lease at most all
+// (hand.lua), so that a waiter that does not come holds the key up for one lease at most all
 // the same.
 const behindLeases = 4
 
@@ -266,8 +269,8 @@ func expiry(out quorum.Outcome[wire.Grant], need int) time.Duration {
 // place, twice a lease (see lease), and one that finds the key handed to it takes it (so a lost
 // message costs at most that pause). First in line, it tries again when the key expires on a
 // quorum of nodes, if that comes sooner: a holder that crashed releases nothing, and a key handed
-// to a waiter that is gone lapses with that waiter's lease, so that a waiter that died in line
-// holds the key up for a lease at most. After a split vote, now or lately, it tries again sooner
+// to a waiter that does not come lapses after the releasing Client's lease, so that such a
+// waiter holds the key up for a lease at most. After a split vote, now or lately, it tries again sooner
 // (see splitPause).
 func (k *contender) pauseAfter(r result) time.Duration {
 	select {

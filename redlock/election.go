@@ -55,19 +55,19 @@ func (o electionOps) extend(token string, ttl time.Duration) command {
 }
 
 func (o electionOps) release(token, channel, waiter string) command {
-	return run(wire.ResignScript, wire.Resign{Keys: o.keys, Token: token, Channel: channel, Waiter: waiter, Lease: o.lease})
+	return run(wire.ResignScript, wire.Resign{Keys: o.keys, Token: token, Channel: channel, Waiter: waiter, Lease: o.lease, Leased: o.leased})
 }
 
 func (o electionOps) rollback(a attempt, channel string) command {
 	return run(wire.ResignScript, wire.Resign{Keys: o.keys, Token: a.token, Channel: channel, Waiter: a.waiter, Rollback: true,
-		Place: a.place, Lease: o.lease})
+		Place: a.place, Lease: o.lease, Leased: o.leased})
 }
 
 // spec returns the spec of a campaign for value.
 func (e *Election) spec(value string) *spec {
 	c := e.c
 	return &spec{kind: locktrace.KindElection, key: e.name, need: c.quorum, wake: []string{e.keys.Lock},
-		ops: electionOps{mutexOps{e.keys.MutexKeys, c.lease()}, e.keys},
+		ops: electionOps{c.mutexOps(e.keys.MutexKeys), e.keys},
 		fence: func(token string, term uint64) command {
 			return run(wire.ElectScript, wire.Elect{Keys: e.keys, Token: token, Term: term, Version: 1, Value: value, Channel: c.self.channel})
 		}}

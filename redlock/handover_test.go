@@ -16,11 +16,33 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
+// hearAs subscribes to the channel of the Client named id on every node, until the test ends:
+// a waiter of that Client is live there (it hears its hand-over), though no call of it takes
+// what it is handed, as with a Client whose process is paused.
+func hearAs(t *testing.T, nodes []redis.UniversalClient, id string) {
+	t.Helper()
+	names, err := wire.NewNames("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range nodes {
+		ps := n.Subscribe(context.Background(), names.ClientChannel(id))
+		t.Cleanup(func() { ps.Close() })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := ps.Receive(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("node %d: subscribing as %s: %v", i, id, err)
+		}
+	}
+}
+
 // A release hands the key to the first live waiter in line on each node: the key holds that
-// waiter's name until the waiter takes it or its place lapses. Nobody cuts in meanwhile, not
-// even a call that does not wait, and a waiter that is gone (here a name in line whose call
-// never comes back) holds the key up for its lease at most: a Lock waiting behind it takes the
-// key then.
+// waiter's name until the waiter takes it or the releasing Client's lease of a place lapses.
+// Nobody cuts in meanwhile, not even a call that does not wait. A waiter whose Client does not
+// hear the node (its process ended: here a name in line that no Client has) is passed over at
+// once, and one whose Client hears but never comes (a paused process) holds the key up for that
+// lease at most: a Lock waiting behind it takes the key then.
 func TestRealServersReleaseHandsTheKeyToTheFirstWaiter(t *testing.T) {
 	t.Parallel()
 	addrs := redistest.Addrs(redistest.StartN(t, 3))
@@ -28,6 +50,7 @@ func TestRealServersReleaseHandsTheKeyToTheFirstWaiter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	holder, newcomer := realClient(t, addrs, redlock.WithNodeTimeout(time.Second)), realClient(t, addrs, redlock.WithNodeTimeout(time.Second))
+	const lease = 100*time.Millisecond + 3*time.Second // the holder's: its longest retry delay and three node timeouts
 	held, err := holder.Lock(ctx, "handed", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -39,21 +62,27 @@ func TestRealServersReleaseHandsTheKeyToTheFirstWaiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const lease = time.Second
-	gone := wire.Waiter{Client: "gone", N: 1}.String()
-	keys, args := wire.Acquire{Keys: names.Unfenced("handed"), Token: "never", TTL: time.Minute, Waiter: gone, Place: 1, Lease: lease}.Encode()
-	for i, node := range nodes {
-		if err := node.Eval(ctx, wire.AcquireScript.Source(), keys, args).Err(); err != nil {
-			t.Fatalf("node %d: joining the line: %v", i, err)
+	dead, gone := wire.Waiter{Client: "dead", N: 1}.String(), wire.Waiter{Client: "paused", N: 1}.String()
+	hearAs(t, nodes, "paused")
+	for place, name := range []string{dead, gone} {
+		keys, args := wire.Acquire{Keys: names.Unfenced("handed"), Token: "never", TTL: time.Minute, Waiter: name, Place: int64(place + 1),
+			Lease: time.Minute}.Encode()
+		for i, node := range nodes {
+			if err := node.Eval(ctx, wire.AcquireScript.Source(), keys, args).Err(); err != nil {
+				t.Fatalf("node %d: joining the line: %v", i, err)
+			}
 		}
 	}
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for i, node := range nodes {
-		redistest.Eventually(t, fmt.Sprintf("node %d handed the key to the waiter", i), func() bool { return node.Get(ctx, "handed").Val() == gone })
+		redistest.Eventually(t, fmt.Sprintf("node %d handed the key to the paused waiter", i), func() bool { return node.Get(ctx, "handed").Val() == gone })
 		if d := node.PTTL(ctx, "handed").Val(); d <= 0 || d > lease {
-			t.Fatalf("node %d keeps the hand-over for %v, want the waiter's lease (%v) at most", i, d, lease)
+			t.Fatalf("node %d keeps the hand-over for %v, want the releasing Client's lease (%v) at most", i, d, lease)
+		}
+		if n := node.ZCard(ctx, companion("queue", "handed")).Val(); n != 0 {
+			t.Fatalf("node %d keeps %d waiters in line, want the dead one dropped", i, n)
 		}
 	}
 	in, err := newcomer.Inspect(ctx, "handed")
@@ -69,7 +98,7 @@ func TestRealServersReleaseHandsTheKeyToTheFirstWaiter(t *testing.T) {
 		t.Fatalf("a TryLock cut in on a key handed to a waiter: %v, %v", l, err)
 	}
 	// The waiter never takes it; the newcomer waits behind it and takes the key once the
-	// waiter's lease lapsed.
+	// hand-over lapsed.
 	l, err := newcomer.Lock(ctx, "handed", time.Minute)
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ type options struct {
 	fencing     bool
 	observer    locktrace.Observer
 	owner       string
+	leased      bool // a node is a cluster: its waiters need leases (see driver.Clustered)
 }
 
 func defaultOptions() options {

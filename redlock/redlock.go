@@ -175,6 +175,9 @@ func newClient(nodes []driver.Node, o options) *Client {
 		if s, ok := n.(fmt.Stringer); ok {
 			c.addrs[i] = s.String()
 		}
+		if s, ok := n.(driver.Clustered); ok && s.Clustered() {
+			c.opts.leased = true
+		}
 	}
 	return c
 }

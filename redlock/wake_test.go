@@ -423,7 +423,7 @@ func TestRealServersWaiterBehindWaitsForItsTurn(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	const ghost = "ghost.1" // a waiter whose Client is gone, first in line with a long lease
+	const ghost = "ghost.1" // a waiter whose Client hears but never comes (paused), first in line
 	onEvery := func(what string, cond func(n redis.UniversalClient) bool) {
 		t.Helper()
 		redistest.Eventually(t, what+" on every node", func() bool {
@@ -440,9 +440,9 @@ func TestRealServersWaiterBehindWaitsForItsTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	onEvery("the key held", func(n redis.UniversalClient) bool { return n.Exists(ctx, "turn").Val() == 1 })
+	hearAs(t, nodes, "ghost")
 	for _, n := range nodes {
 		n.ZAdd(ctx, companion("queue", "turn"), redis.Z{Score: 1, Member: ghost})
-		n.Set(ctx, companion("leases", "turn")+":"+ghost, "1", 10*time.Second)
 	}
 	served := make(chan string, 2)
 	take := func(c *redlock.Client, name string) {

@@ -77,7 +77,13 @@ func Node(client valkey.Client) driver.Node {
 	return n
 }
 
-var _ driver.Tuned = (*node)(nil)
+var (
+	_ driver.Tuned     = (*node)(nil)
+	_ driver.Clustered = (*node)(nil)
+)
+
+// Clustered reports whether client is a cluster client.
+func (n *node) Clustered() bool { return n.cluster }
 
 // ForClient returns n as a Client uses it: a Client stops waiting for a call at its deadline by
 // itself, so a call of the copy runs on the Client's goroutine rather than on one of its own

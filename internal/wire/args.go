@@ -20,11 +20,16 @@ type Acquire struct {
 	Place  int64         // the waiter's place: when it began waiting
 	Lease  time.Duration // how long its place lasts unless an attempt renews it, when first in line
 	Behind time.Duration // the same when another waiter is ahead of it on the node (0: Lease)
+	// Channel is where a waiter that a free key goes to is told (see Release); Leased is set
+	// for a cluster's Client, whose waiters' places also need leases (see hand.lua).
+	Channel string
+	Leased  bool
 }
 
 func (a Acquire) Encode() (keys, args []string) {
 	all := []string{a.Keys.Lock, a.Keys.Queue, a.Keys.Leases, a.Keys.Fence,
-		a.Token, Ms(a.TTL), a.Waiter, strconv.FormatInt(a.Place, 10), Ms(a.Lease), Ms(a.Behind)}
+		a.Token, Ms(a.TTL), a.Waiter, strconv.FormatInt(a.Place, 10), Ms(a.Lease), Ms(a.Behind),
+		a.Channel, a.Keys.Lock, leased(a.Leased)}
 	keys, args = all[:4:4], all[4:] // one allocation for both
 	if a.Keys.Fence == "" {
 		keys = keys[:3:3]
@@ -38,7 +43,7 @@ func (a Acquire) Encode() (keys, args []string) {
 // ("" for none), which leaves the line of every node; for a roll-back, the attempt's waiter,
 // which goes back to its place (Place) where it took the key. Lease is the releasing Client's
 // lease of a place in line: a roll-back's waiter's, and the longest a key handed to a waiter
-// waits for it (0 for no bound but the waiter's own lease).
+// waits for it (above 0). Leased is set for a cluster's Client (see Acquire).
 type Release struct {
 	Keys     MutexKeys
 	Token    string
@@ -47,11 +52,13 @@ type Release struct {
 	Rollback bool
 	Place    int64
 	Lease    time.Duration
+	Leased   bool
 }
 
 func (r Release) Encode() (keys, args []string) {
 	all := []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases, r.Keys.Watch,
-		r.Token, r.Channel, r.Keys.Lock, r.Waiter, rollback(r.Rollback), strconv.FormatInt(r.Place, 10), Ms(r.Lease)}
+		r.Token, r.Channel, r.Keys.Lock, r.Waiter, rollback(r.Rollback), strconv.FormatInt(r.Place, 10), Ms(r.Lease),
+		leased(r.Leased)}
 	return all[:4:4], all[4:] // one allocation for both
 }
 
@@ -59,6 +66,14 @@ func (r Release) Encode() (keys, args []string) {
 func rollback(b bool) string {
 	if b {
 		return "rollback"
+	}
+	return ""
+}
+
+// leased is the argument that marks a waiter's place as needing a lease (see hand.lua).
+func leased(b bool) string {
+	if b {
+		return "lease"
 	}
 	return ""
 }
@@ -245,7 +260,7 @@ func (e ElectExtend) Encode() (keys, args []string) {
 }
 
 // Resign is resign.lua's call: a term's end, announced on Channel, or with Rollback a failed
-// campaign's roll-back (Waiter, Place and Lease as in Release).
+// campaign's roll-back (Waiter, Place, Lease and Leased as in Release).
 type Resign struct {
 	Keys     ElectionKeys
 	Token    string
@@ -254,11 +269,12 @@ type Resign struct {
 	Rollback bool
 	Place    int64
 	Lease    time.Duration
+	Leased   bool
 }
 
 func (r Resign) Encode() (keys, args []string) {
 	args = []string{r.Token, r.Channel, r.Keys.Lock, r.Waiter, r.Keys.Value, rollback(r.Rollback),
-		strconv.FormatInt(r.Place, 10), Ms(r.Lease)}
+		strconv.FormatInt(r.Place, 10), Ms(r.Lease), leased(r.Leased)}
 	return []string{r.Keys.Lock, r.Keys.Queue, r.Keys.Leases, r.Keys.Value, r.Keys.Watch}, args
 }
 

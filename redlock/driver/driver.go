@@ -86,3 +86,15 @@ type Tuned interface {
 	// ForClient returns the node as a Client whose node timeout is nodeTimeout uses it.
 	ForClient(nodeTimeout time.Duration) Node
 }
+
+// A Clustered is a Node that may spread over many servers, as a Redis Cluster does (optional).
+// A message that a script publishes on one server of a cluster is counted only by the
+// subscriptions made to that server, so a Client cannot learn from that count whether its
+// waiters hear the node: a Client with a node whose Clustered says true gives each of its
+// waiters a lease on every node instead, which its attempts renew. A Node that is one server
+// need not implement it.
+type Clustered interface {
+	Node
+	// Clustered reports whether the node spreads over many servers.
+	Clustered() bool
+}

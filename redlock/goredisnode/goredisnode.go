@@ -44,8 +44,9 @@ type goredisNode struct {
 }
 
 var (
-	_ driver.Sender = (*goredisNode)(nil)
-	_ driver.Tuned  = (*goredisNode)(nil)
+	_ driver.Sender    = (*goredisNode)(nil)
+	_ driver.Tuned     = (*goredisNode)(nil)
+	_ driver.Clustered = (*goredisNode)(nil)
 )
 
 // defaultTimeout is the node timeout of a node used on its own: redlock's default.
@@ -87,6 +88,12 @@ func (n *goredisNode) ForClient(timeout time.Duration) driver.Node {
 		c.sub = u.WithTimeout(timeout)
 	}
 	return &c
+}
+
+// Clustered reports whether the node spreads over many servers: anything but a *redis.Client.
+func (n *goredisNode) Clustered() bool {
+	_, one := n.client.(*redis.Client)
+	return !one
 }
 
 // Client returns the go-redis client the node sends through.

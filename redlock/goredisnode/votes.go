@@ -41,11 +41,14 @@ type vote struct {
 }
 
 var (
-	_ driver.Node  = (*vote)(nil)
-	_ driver.Tuned = (*vote)(nil)
+	_ driver.Tuned     = (*vote)(nil)
+	_ driver.Clustered = (*vote)(nil)
 )
 
 func (v *vote) String() string { return "vote " + v.tag + " on " + v.master }
+
+// Clustered reports true: a vote is a key of a Redis Cluster.
+func (*vote) Clustered() bool { return true }
 
 // Slot returns the vote's hash tag, braces included, and the master that served its slot when
 // Votes placed it.

@@ -1,10 +1,14 @@
--- Acquire a lock key for a waiter, or with fencing (after acquire_handed.lua and queue.lua).
+-- Acquire a lock key for a waiter, or with fencing (after acquire_handed.lua, hand.lua and
+-- queue.lua).
 -- KEYS: the lock key, its queue, its leases, and with fencing its counter.
 -- ARGV: the token, the ttl in ms, the waiter's name ("" for none), its place, its lease in ms
--- when first in line, and when behind another waiter (see join).
--- The key is set to the token for the ttl when it is free and, for a waiter, nobody is ahead
--- of it in line, or when a release gave it to this waiter (it holds the waiter's name, and the
--- release took the waiter out of line); otherwise a waiter joins the line (or renews its lease).
+-- when first in line, and when behind another waiter (see join), the channel a hand-over is
+-- told on, the key's name in that message, and "lease" when the waiter's Client is a cluster's
+-- (its place needs a lease, see hand.lua).
+-- The key is set to the token for the ttl when it is free and, for a waiter, no live waiter is
+-- ahead of it in line, or when a release gave it to this waiter (it holds the waiter's name,
+-- and the release took the waiter out of line); otherwise a waiter joins the line (or renews
+-- its place), and a free key goes to the first live waiter (see take_turn).
 -- A waiter that takes the key is out of line; if its attempt fails on the other nodes, the
 -- roll-back puts it back at its place.
 -- Returns {0} when refused ({0, n, ms} to a waiter: n is 1 when a waiter is ahead of it in
@@ -12,22 +16,17 @@
 -- not read: a waiter behind another waits for its turn, not for the key's expiry), {1} when
 -- set, and with fencing {1, counter, seconds, microseconds}: the counter and this node's clock,
 -- read in the same step.
+local leases = ARGV[9] == "lease" and KEYS[3] or nil
 if name ~= "" and held ~= name then
 	if held then
-		if join(KEYS[2], KEYS[3], name, ARGV[4], ARGV[5], ARGV[6]) > 0 then
+		if join(KEYS[2], leases, name, ARGV[4], ARGV[5], ARGV[6]) > 0 then
 			return {0, 1, -1}
 		end
 		return {0, 0, redis.call("PTTL", KEYS[1])}
 	end
-	-- first also drops the lapsed waiters at the front, so that a waiter behind only them
-	-- takes the key.
-	local ahead = first(KEYS[2], KEYS[3], name)
-	if ahead and ahead ~= name then
-		join(KEYS[2], KEYS[3], name, ARGV[4], ARGV[5], ARGV[6])
+	if take_turn(KEYS[2], leases, ARGV[7], KEYS[1], ARGV[8], name, ARGV[4], ARGV[5]) then
+		join(KEYS[2], leases, name, ARGV[4], ARGV[5], ARGV[6])
 		return {0, 1, -2}
-	end
-	if ahead then
-		redis.call("ZREM", KEYS[2], name)
 	end
 elseif held and name == "" then
 	return {0}

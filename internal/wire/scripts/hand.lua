@@ -3,16 +3,18 @@
 -- function.
 
 -- hand gives key to the first live waiter in line, unless that is except: it takes the waiter
--- out of line, and key holds the waiter's name until its lease lapses, so that no attempt but
--- that waiter's can take it (see acquire.lua) and a waiter that is gone holds up the line no
--- longer than its lease. Waiters at the front whose lease lapsed are dropped on the way. The
--- waiter is told on its Client's channel (channel, a colon and the text of its name before the
--- first dot): the message is keyname, a newline and the waiter's name. A message only wakes the
--- waiter: what makes it the holder is its own attempt finding its name in key. A waiter far
--- back in line may hold its place longer than cap_ms (the releasing Client's lease of a place,
--- when above 0): key waits for it cap_ms at most. popped, when not nil, is what the caller's
--- ZPOPMIN of queue gave, the first to look at. Returns the waiter, or nil when it gave key to
--- nobody (and left key and the line as they were).
+-- out of line, and key holds the waiter's name for cap_ms (the releasing Client's lease of a
+-- place), so that no attempt but that waiter's can take it (see acquire.lua) and a waiter that
+-- does not come holds up the line one lease at most. The waiter is told on its Client's channel
+-- (channel, a colon and the text of its name before the first dot): the message is keyname, a
+-- newline and the waiter's name. A message only wakes the waiter: what makes it the holder is
+-- its own attempt finding its name in key. A waiter is live when its Client hears the message
+-- (PUBLISH counts the Clients that did) or, when leases is not nil (a cluster's Client hears on
+-- one node, so PUBLISH counts no one here), while its lease lives; the others have moved on
+-- (their process ended, or its connection to this node did) and are dropped on the way.
+-- popped, when not nil, is what the caller's ZPOPMIN of queue gave, the first to look at.
+-- Returns the waiter, or nil when it gave key to nobody: the line is as it was then, but key
+-- may hold the name of a waiter that was dropped, and the caller deletes or sets it.
 local function hand(queue, leases, channel, key, keyname, except, cap_ms, popped)
 	for _ = 1, 1000 do
 		popped = popped or redis.call("ZPOPMIN", queue)
@@ -24,16 +26,11 @@ local function hand(queue, leases, channel, key, keyname, except, cap_ms, popped
 			redis.call("ZADD", queue, popped[2], name)
 			return nil
 		end
-		local left = redis.call("PTTL", leases .. ":" .. name)
-		if left > 0 then
-			local cap = tonumber(cap_ms) or 0
-			if cap > 0 and left > cap then
-				left = cap_ms -- the argument as sent: a number passed to a call is formatted at a cost
-			end
-			redis.call("SET", key, name, "PX", left)
-			if channel ~= "" then
-				redis.call("PUBLISH", channel .. ":" .. string.match(name, "^[^.]*"), keyname .. "\n" .. name)
-			end
+		redis.call("SET", key, name, "PX", cap_ms)
+		if channel ~= "" and redis.call("PUBLISH", channel .. ":" .. string.match(name, "^[^.]*"), keyname .. "\n" .. name) > 0 then
+			return name
+		end
+		if leases and redis.call("PTTL", leases .. ":" .. name) > 0 then
 			return name
 		end
 		popped = nil

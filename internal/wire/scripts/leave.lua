@@ -5,10 +5,10 @@
 -- KEYS: the lock key, its queue, its leases, its watch mark. ARGV: the waiter's name, the
 -- channel, the key's name in the announcement, the Client's lease of a place (the cap of a
 -- hand-over, see hand.lua's hand). Returns 1.
-local name = first(KEYS[2], KEYS[3])
+local front = redis.call("ZRANGE", KEYS[2], 0, 0)[1]
 redis.call("ZREM", KEYS[2], ARGV[1])
 local held = redis.call("GET", KEYS[1])
-if held == ARGV[1] or (name == ARGV[1] and not held) then
+if held == ARGV[1] or (front == ARGV[1] and not held) then
 	let_go(KEYS[2], KEYS[3], ARGV[2], KEYS[1], ARGV[3], nil, false, KEYS[4], ARGV[4])
 end
 return 1

@@ -21,8 +21,8 @@ end
 -- key left the line then. A roll-back's puts waiter (the attempt's own) back at its place for
 -- lease_ms where the attempt took the key, and gives key only to another waiter: one whose turn
 -- came while the failed attempt held the key must not wait for its expiry, and nobody else needs
--- telling. held, when not nil, is what key holds (false when absent), read by the caller, and
--- popped what its ZPOPMIN of queue gave (see hand).
+-- telling. leases is nil but for a cluster's Client (see hand). held, when not nil, is what key
+-- holds (false when absent), read by the caller, and popped what its ZPOPMIN of queue gave.
 local function release(key, queue, leases, watch, token, channel, keyname, waiter, rollback, place, lease_ms, also, held, popped)
 	if held == nil then
 		held = redis.call("GET", key)
