@@ -2,13 +2,13 @@
 -- queue.lua).
 -- KEYS: the lock key, its queue, its leases, and with fencing its counter.
 -- ARGV: the token, the ttl in ms, the waiter's name ("" for none), its place, its lease in ms
--- when first in line, and when behind another waiter (see join), the channel a hand-over is
--- told on, the key's name in that message, and "lease" when the waiter's Client is a cluster's
--- (its place needs a lease, see hand.lua).
+-- when first in line, and when behind another waiter (see join), the channel of the Clients'
+-- hand-overs, the key's name in their messages (see first), and "lease" when the waiter's
+-- Client is a cluster's (its place needs a lease, see hand.lua).
 -- The key is set to the token for the ttl when it is free and, for a waiter, no live waiter is
 -- ahead of it in line, or when a release gave it to this waiter (it holds the waiter's name,
 -- and the release took the waiter out of line); otherwise a waiter joins the line (or renews
--- its place), and a free key goes to the first live waiter (see take_turn).
+-- its place).
 -- A waiter that takes the key is out of line; if its attempt fails on the other nodes, the
 -- roll-back puts it back at its place.
 -- Returns {0} when refused ({0, n, ms} to a waiter: n is 1 when a waiter is ahead of it in
@@ -24,7 +24,7 @@ if name ~= "" and held ~= name then
 		end
 		return {0, 0, redis.call("PTTL", KEYS[1])}
 	end
-	if take_turn(KEYS[2], leases, ARGV[7], KEYS[1], ARGV[8], name, ARGV[4], ARGV[5]) then
+	if first(KEYS[2], leases, ARGV[7], ARGV[8], name, ARGV[4]) then
 		join(KEYS[2], leases, name, ARGV[4], ARGV[5], ARGV[6])
 		return {0, 1, -2}
 	end

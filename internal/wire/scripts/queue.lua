@@ -4,25 +4,30 @@
 -- of its own, the leases key's name, a colon and the waiter's name (in the lock key's hash
 -- slot, as the leases key's tag puts it), that lives as long as the lease and that each attempt
 -- renews. A waiter that leaves the line is taken out of the queue (ZREM); one that is gone is
--- dropped when a hand-over reaches it. The queue lives as long as the longest place that an
--- attempt renewed, so that it does not outlive its waiters.
+-- dropped when a hand-over, or an attempt on the free key, reaches it. The queue lives as long
+-- as the longest place that an attempt renewed, so that it does not outlive its waiters.
 
--- take_turn is the attempt of waiter self, whose place is place, on a free key: when a live
--- waiter is ahead of self in line, it hands the key to that waiter (hand.lua's hand, for self's
--- lease lease_ms: a key left free with waiters in line is a hand-over that nobody made, as when
--- its holder's lease ran out) and returns that waiter. Else self may take the key: it is out
--- of line, and take_turn returns nil.
-local function take_turn(queue, leases, channel, key, keyname, self, place, lease_ms)
+-- first returns the first live waiter ahead of waiter self, whose place is place, in line (see
+-- hand.lua's hears, asked with keyname as the message), dropping those ahead of it that are not
+-- live; or, when none is, takes self out of line and returns nil. A key free with a live waiter
+-- ahead waits for that waiter's attempt, which comes when the key's holder had it expire.
+local function first(queue, leases, channel, keyname, self, place)
 	local front = redis.call("ZRANGE", queue, 0, 0)[1]
 	if not front then
 		return nil
 	end
 	if front ~= self then
 		redis.call("ZADD", queue, "NX", place, self) -- self may have begun first
-		local name = hand(queue, leases, channel, key, keyname, self, lease_ms)
-		if name then
+	end
+	for _ = 1, 1000 do
+		local name = redis.call("ZRANGE", queue, 0, 0)[1]
+		if not name or name == self then
+			break
+		end
+		if hears(leases, channel, name, keyname) then
 			return name
 		end
+		redis.call("ZREM", queue, name)
 	end
 	redis.call("ZREM", queue, self)
 	return nil
