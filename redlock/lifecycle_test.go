@@ -103,8 +103,7 @@ func TestDoExtendsWhileFnRuns(t *testing.T) {
 	ran := false
 	err := c.Do(ctx, "job", ttl, func(ctx context.Context) error {
 		for range 4 { // 3 minutes: several ttls
-			clk.advance(ttl * 3 / 4)
-			if err := redistest.Receive(t, "the keeper extends the lock", extended); err != nil {
+			if err := clk.awaitExtension(t, ttl, "the keeper extends the lock", extended); err != nil {
 				return fmt.Errorf("the keeper's extension: %w", err)
 			}
 			if ctx.Err() != nil {
@@ -219,6 +218,24 @@ func (c *manualClock) advance(d time.Duration) {
 		return true
 	}
 	c.timers = slices.DeleteFunc(c.timers, due)
+}
+
+// awaitExtension moves c on in steps of a twelfth of ttl until extended receives the next
+// extension of a lock of ttl, the last one made now, and returns its error. It moves c at
+// most three quarters of ttl, where the keeper extends, and waits on the real clock then: the
+// keeper arms its timer for a time it read before (Now, then NewTimer), so that one jump of
+// the clock while it arms it would pass that time by and leave the timer for the next jump.
+func (c *manualClock) awaitExtension(t *testing.T, ttl time.Duration, what string, extended <-chan error) error {
+	t.Helper()
+	for moved := time.Duration(0); moved < ttl*3/4; moved += ttl / 12 {
+		c.advance(ttl / 12)
+		select {
+		case err := <-extended:
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return redistest.Receive(t, what, extended)
 }
 
 // watchExtends returns a channel that receives the error (nil for success) of every Extend the

@@ -9,7 +9,6 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -84,8 +83,7 @@ func TestPrimitivesDoExtendWhileFnRuns(t *testing.T) {
 	}{{"Semaphore.Do", sem.Do}, {"RWMutex.RDo", rw.RDo}, {"RWMutex.Do", rw.Do}} {
 		err := p.do(ctx, ttl, func(ctx context.Context) error {
 			for range 3 { // over two ttls
-				clk.advance(ttl * 3 / 4)
-				if err := redistest.Receive(t, p.name+"'s keeper extends the lock", extended); err != nil {
+				if err := clk.awaitExtension(t, ttl, p.name+"'s keeper extends the lock", extended); err != nil {
 					return fmt.Errorf("the keeper's extension: %w", err)
 				}
 				if ctx.Err() != nil {
