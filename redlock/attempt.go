@@ -73,7 +73,7 @@ func (k *contender) leaveRefuser(ctx context.Context, rep quorum.Reply[wire.Gran
 	}
 	c.life.bg.Go(func() {
 		if err := c.release(ctx, rep.Node, w.abandon, 0); err != nil && !errors.Is(err, errNotOwner) {
-			c.opts.log.WarnContext(ctx, "redlock: leaving the line failed; the place lapses with its lease", "node", rep.Node, "err", err)
+			c.opts.log.WarnContext(ctx, "redlock: leaving the line failed; the place goes when the line reaches it", "node", rep.Node, "err", err)
 		}
 	})
 }

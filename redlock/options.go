@@ -83,10 +83,10 @@ func WithNodeTimeout(d time.Duration) Option {
 // WithRetryDelay sets the pause between two attempts of a waiting call that no release woke and
 // that has no place in a line to renew (its Client does not hear releases yet, or no node gave
 // it a place; a Semaphore's, an RWMutex's reader, a LockAll), drawn uniformly from [min, max]
-// so that contending clients do not retry in step. A waiter's place in a key's line lasts
-// max + 3 × the node timeout past its last attempt (its lease; four while others are ahead of
-// it), and the waiter renews it every half of that; a key that a release handed to a waiter
-// waits one lease at most, so a waiter whose process died holds it up that long at most.
+// so that contending clients do not retry in step. A waiter renews its place in a key's line
+// every half of max + 3 × the node timeout (its lease; every two leases while others are ahead
+// of it), and a key handed to a waiter waits for it one lease at most, so a waiter that does
+// not come holds it up that long at most.
 // Default 20ms to 100ms.
 func WithRetryDelay(min, max time.Duration) Option {
 	return func(o *options) error {

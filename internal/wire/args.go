@@ -20,8 +20,9 @@ type Acquire struct {
 	Place  int64         // the waiter's place: when it began waiting
 	Lease  time.Duration // how long its place lasts unless an attempt renews it, when first in line
 	Behind time.Duration // the same when another waiter is ahead of it on the node (0: Lease)
-	// Channel is where a waiter that a free key goes to is told (see Release); Leased is set
-	// for a cluster's Client, whose waiters' places also need leases (see hand.lua).
+	// Channel is the Clients' channel of hand-overs (see Release), where a waiter ahead of this
+	// one is asked whether it hears; Leased is set for a Client with a cluster among its nodes,
+	// whose waiters' places also need leases (see hand.lua's hears).
 	Channel string
 	Leased  bool
 }

@@ -100,7 +100,7 @@ var (
 
 // The scripts. Those that read a node's clock or raise a fencing counter start with lib.lua's
 // functions; those that read a lock's line of waiters with queue.lua's, with hand.lua's before
-// them (a key free with waiters in line goes to the first), and those that release a lock with
+// them (a key found free with waiters in line goes to the first), and those that release a lock with
 // let_go.lua's after (each path that runs most, a waiter taking a key handed to it and an
 // Unlock, comes before the functions it does not need: building them costs a script a part of
 // its time); the semaphore's and the readers' with holders.lua's.

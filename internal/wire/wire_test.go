@@ -170,13 +170,22 @@ func TestScriptsOnARealServer(t *testing.T) {
 		}
 		line(w1, w2)
 		// The waiter behind finds the key free with w1 ahead of it: it is refused, and the key
-		// stays free for w1's own attempt (w1 is only asked whether it hears, by a message that
-		// wakes nobody).
+		// goes to w1 for the lease, as a release would have given it, without waking w1 (it is
+		// only asked whether it hears, by a message that wakes nobody): w1 takes it at its own
+		// next attempt.
 		ok, g, err = wire.DecodeGrant(run(t, c, wire.AcquireScript, acq("C", w2, 20)))
-		if err != nil || ok || g.Ahead != 1 || c.Exists(ctx, k.Lock).Val() != 0 {
-			t.Fatalf("after a roll-back, the waiter behind: granted %v, %d ahead, %v, the key there: %d; want refused behind w1, the key free",
-				ok, g.Ahead, err, c.Exists(ctx, k.Lock).Val())
+		if v, d := c.Get(ctx, k.Lock).Val(), c.PTTL(ctx, k.Lock).Val(); err != nil || ok || g.Ahead != 1 || v != w1 || d <= 59*time.Second || d > time.Minute {
+			t.Fatalf("after a roll-back, the waiter behind: granted %v, %d ahead, %v, the key holds %q for %v; want refused behind w1, w1's name for its lease",
+				ok, g.Ahead, err, v, d)
 		}
+		if msg := next(); msg != "" {
+			t.Fatalf("the free key's attempt by the waiter behind announced %q, want nothing", msg)
+		}
+		line(w2)
+		if !granted(t, run(t, c, wire.AcquireScript, acq("B", w1, 10))) {
+			t.Fatal("the waiter was refused the free key handed to it")
+		}
+		run(t, c, wire.ReleaseScript, rollback)
 		line(w1, w2)
 		// Another's attempt that took the key while w1 was first (one that does not wait
 		// cuts in on a free key) and failed hands it to w1: w1 must not wait for that key's
@@ -233,11 +242,11 @@ func TestScriptsOnARealServer(t *testing.T) {
 	})
 
 	t.Run("a hand-over waits one lease at most", func(t *testing.T) {
-		// w1 joined far back in line, with a place for an hour; the release hands it the key
-		// for the releasing Client's lease (a minute), and takes it out of line.
+		// w1 joined with a lease for an hour; the release hands it the key for the releasing
+		// Client's lease (a minute), and takes it out of line.
 		run(t, c, wire.AcquireScript, acq("H", "", 0))
 		far := acq("x", w1, 1)
-		far.Lease = time.Hour
+		far.Lease, far.Leased = time.Hour, true
 		run(t, c, wire.AcquireScript, far)
 		run(t, c, wire.ReleaseScript, wire.Release{Keys: k, Token: "H", Channel: ch, Lease: time.Minute})
 		next()
@@ -251,6 +260,7 @@ func TestScriptsOnARealServer(t *testing.T) {
 		if c.Exists(ctx, k.Lock, k.Queue).Val() != 0 {
 			t.Fatal("the key or its line stays after the waiter left")
 		}
+		c.Del(ctx, k.Leases+":"+w1)
 	})
 
 	t.Run("a waiter whose Client does not hear is dropped", func(t *testing.T) {

@@ -4,11 +4,11 @@
 -- ARGV: the token, the ttl in ms, the waiter's name ("" for none), its place, its lease in ms
 -- when first in line, and when behind another waiter (see join), the channel of the Clients'
 -- hand-overs, the key's name in their messages (see first), and "lease" when the waiter's
--- Client is a cluster's (its place needs a lease, see hand.lua).
+-- place needs a lease (see hand.lua's hears).
 -- The key is set to the token for the ttl when it is free and, for a waiter, no live waiter is
 -- ahead of it in line, or when a release gave it to this waiter (it holds the waiter's name,
 -- and the release took the waiter out of line); otherwise a waiter joins the line (or renews
--- its place).
+-- its place), and a free key with a live waiter ahead goes to that waiter (see first).
 -- A waiter that takes the key is out of line; if its attempt fails on the other nodes, the
 -- roll-back puts it back at its place.
 -- Returns {0} when refused ({0, n, ms} to a waiter: n is 1 when a waiter is ahead of it in
@@ -24,7 +24,7 @@ if name ~= "" and held ~= name then
 		end
 		return {0, 0, redis.call("PTTL", KEYS[1])}
 	end
-	if first(KEYS[2], leases, ARGV[7], ARGV[8], name, ARGV[4]) then
+	if first(KEYS[2], KEYS[3], ARGV[7], KEYS[1], ARGV[8], name, ARGV[4], ARGV[5]) then
 		join(KEYS[2], leases, name, ARGV[4], ARGV[5], ARGV[6])
 		return {0, 1, -2}
 	end

@@ -4,15 +4,16 @@
 
 -- hears reports whether waiter name hears this node: whether its Client heard message on its
 -- channel (channel, a colon and the text of name before the first dot: PUBLISH counts the
--- Clients that did) or, when leases is not nil (a cluster's Client hears on one node, so
--- PUBLISH counts no one here), whether its lease lives. A waiter that does not has moved on:
--- its process ended, or its connection to this node did. A message without a newline wakes
--- nobody (see wire.ParseAnnouncement): it only asks.
+-- Clients that did) or else whether its lease lives (leases, a colon and name): a Client of a
+-- cluster, whose PUBLISH counts only the subscribers of the master that publishes, gives its
+-- waiters leases. A waiter that does neither has moved on: its process ended, or its
+-- connection to this node did. A message without a newline wakes nobody (see
+-- wire.ParseAnnouncement): it only asks.
 local function hears(leases, channel, name, message)
 	if channel ~= "" and redis.call("PUBLISH", channel .. ":" .. string.match(name, "^[^.]*"), message) > 0 then
 		return true
 	end
-	return leases ~= nil and redis.call("PTTL", leases .. ":" .. name) > 0
+	return redis.call("PTTL", leases .. ":" .. name) > 0
 end
 
 -- hand gives key to the first live waiter in line (see hears), unless that is except: it takes

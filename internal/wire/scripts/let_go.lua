@@ -21,15 +21,16 @@ end
 -- key left the line then. A roll-back's puts waiter (the attempt's own) back at its place for
 -- lease_ms where the attempt took the key, and gives key only to another waiter: one whose turn
 -- came while the failed attempt held the key must not wait for its expiry, and nobody else needs
--- telling. leases is nil but for a cluster's Client (see hand). held, when not nil, is what key
--- holds (false when absent), read by the caller, and popped what its ZPOPMIN of queue gave.
-local function release(key, queue, leases, watch, token, channel, keyname, waiter, rollback, place, lease_ms, also, held, popped)
+-- telling; leased says whether that waiter's place needs a lease (see hand.lua's hears). held,
+-- when not nil, is what key holds (false when absent), read by the caller, and popped what its
+-- ZPOPMIN of queue gave.
+local function release(key, queue, leases, watch, token, channel, keyname, waiter, rollback, place, lease_ms, leased, also, held, popped)
 	if held == nil then
 		held = redis.call("GET", key)
 	end
 	if held == token then
 		if rollback and waiter ~= "" then
-			join(queue, leases, waiter, place, lease_ms)
+			join(queue, leased and leases or nil, waiter, place, lease_ms)
 		end
 		if #also > 0 then
 			redis.call("DEL", unpack(also))

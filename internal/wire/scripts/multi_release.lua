@@ -9,6 +9,6 @@ local cap = ARGV[4]
 local rollback = ARGV[3] == "rollback"
 local held = 0
 for i = 1, n do
-	held = math.max(held, release(KEYS[i], KEYS[n + i], KEYS[2 * n + i], KEYS[3 * n + i], ARGV[1], ARGV[2], ARGV[4 + i], "", rollback, nil, cap, {}))
+	held = math.max(held, release(KEYS[i], KEYS[n + i], KEYS[2 * n + i], KEYS[3 * n + i], ARGV[1], ARGV[2], ARGV[4 + i], "", rollback, nil, cap, false, {}))
 end
 return held

@@ -7,11 +7,15 @@
 -- dropped when a hand-over, or an attempt on the free key, reaches it. The queue lives as long
 -- as the longest place that an attempt renewed, so that it does not outlive its waiters.
 
--- first returns the first live waiter ahead of waiter self, whose place is place, in line (see
--- hand.lua's hears, asked with keyname as the message), dropping those ahead of it that are not
--- live; or, when none is, takes self out of line and returns nil. A key free with a live waiter
--- ahead waits for that waiter's attempt, which comes when the key's holder had it expire.
-local function first(queue, leases, channel, keyname, self, place)
+-- first is the attempt of waiter self, whose place is place, on the free key: the first live
+-- waiter ahead of self in line (see hand.lua's hears, asked with keyname as the message, which
+-- wakes nobody) is taken out of line and handed the key for cap_ms, as a release would have
+-- (its holder let it expire), and returned; those ahead of it that are not live are dropped.
+-- The waiter is not woken: it takes the key at its own next attempt, which comes when the
+-- nodes said the key would expire (woken now, it could come before the key expired elsewhere),
+-- and one that does not come holds the key up for cap_ms. When no live waiter is ahead of
+-- self, first takes self out of line and returns nil.
+local function first(queue, leases, channel, key, keyname, self, place, cap_ms)
 	local front = redis.call("ZRANGE", queue, 0, 0)[1]
 	if not front then
 		return nil
@@ -24,17 +28,18 @@ local function first(queue, leases, channel, keyname, self, place)
 		if not name or name == self then
 			break
 		end
+		redis.call("ZREM", queue, name)
 		if hears(leases, channel, name, keyname) then
+			redis.call("SET", key, name, "PX", cap_ms)
 			return name
 		end
-		redis.call("ZREM", queue, name)
 	end
 	redis.call("ZREM", queue, self)
 	return nil
 end
 
--- join puts name in line at place (or keeps its place), and for a cluster's Client (leases not
--- nil) renews its lease: for lease (ms, as the script's argument: a number passed to a call is
+-- join puts name in line at place (or keeps its place), and when leases is not nil (see
+-- hand.lua's hears) renews its lease: for lease (ms, as the script's argument: a number passed to a call is
 -- formatted at a cost) when it is first in line, for behind (when above 0) when another waiter
 -- is ahead of it, so that a waiter far back need not renew its place as often. The queue is
 -- kept at least that long (twice as long when it needs more, so that most joins need not renew

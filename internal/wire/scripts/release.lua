@@ -6,6 +6,6 @@
 -- (Unlock's: the one that acquired; a roll-back's: the attempt's own; "" for none), "rollback"
 -- for a failed attempt's roll-back, the waiter's place (for a roll-back), and the Client's lease
 -- of a place in ms (a roll-back's waiter's, and the cap of a hand-over: hand.lua's hand), and
--- "lease" for a cluster's Client (see hand.lua).
+-- "lease" when a roll-back's waiter's place needs a lease (see hand.lua's hears).
 -- Returns 1 when the key held the token and is let go, 0 when it was absent or another's.
-return release(KEYS[1], KEYS[2], leases, KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5] == "rollback", ARGV[6], ARGV[7], {}, held, popped)
+return release(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5] == "rollback", ARGV[6], ARGV[7], ARGV[8] == "lease", {}, held, popped)

@@ -6,7 +6,7 @@
 -- term.
 -- Returns 1 when the key held the token and is deleted, 0 when it was absent or another's.
 local rollback = ARGV[6] == "rollback"
-local done = release(KEYS[1], KEYS[2], ARGV[9] == "lease" and KEYS[3] or nil, KEYS[5], ARGV[1], ARGV[2], ARGV[3], ARGV[4], rollback, ARGV[7], ARGV[8], {KEYS[4]})
+local done = release(KEYS[1], KEYS[2], KEYS[3], KEYS[5], ARGV[1], ARGV[2], ARGV[3], ARGV[4], rollback, ARGV[7], ARGV[8], ARGV[9] == "lease", {KEYS[4]})
 if done == 1 and ARGV[2] ~= "" and not rollback then
 	redis.call("PUBLISH", ARGV[2], ARGV[5] .. "\n")
 end
