@@ -61,10 +61,10 @@ func (k *contender) try(ctx context.Context) (*Lock, result) {
 
 // leaveRefuser takes the waiter out of the line of the node of rep when it refused the attempt
 // the waiter won and said the waiter is in line there (a mutex's or an election's line; a
-// writer's refusal puts it in none): the attempt renewed the waiter's place there, and a release that reached that
-// node later would hand the key to the waiter, which holds the lock already, for as long as its
-// place lasts, unless the lock's own Unlock passed it on (a lock that another Client resumed
-// under its token never does). Sent in a goroutine of the Client, waiting at most the node
+// writer's refusal puts it in none): the attempt renewed the waiter's place there, and a
+// release that reached that node later would hand the key to the waiter, which holds the lock
+// already, for a lease, unless the lock's own Unlock passed it on (a lock that another Client
+// resumed under its token never does). Sent in a goroutine of the Client, waiting at most the node
 // timeout.
 func (k *contender) leaveRefuser(ctx context.Context, rep quorum.Reply[wire.Grant]) {
 	c, w := k.c, k.w

@@ -55,12 +55,12 @@ func (o electionOps) extend(token string, ttl time.Duration) command {
 }
 
 func (o electionOps) release(token, channel, waiter string) command {
-	return run(wire.ResignScript, wire.Resign{Keys: o.keys, Token: token, Channel: channel, Waiter: waiter, Lease: o.lease, Leased: o.leased()})
+	return run(wire.ResignScript, wire.Resign{Keys: o.keys, Token: token, Channel: channel, Waiter: waiter, Lease: o.lease, Leased: o.leased})
 }
 
 func (o electionOps) rollback(a attempt, channel string) command {
 	return run(wire.ResignScript, wire.Resign{Keys: o.keys, Token: a.token, Channel: channel, Waiter: a.waiter, Rollback: true,
-		Place: a.place, Lease: o.lease, Leased: o.leased()})
+		Place: a.place, Lease: o.lease, Leased: o.leased})
 }
 
 // spec returns the spec of a campaign for value.

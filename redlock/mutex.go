@@ -15,23 +15,20 @@ import (
 
 // mutexOps are the commands of a single-key lock: the key is a plain string holding the token.
 // An attempt that does not wait is SET NX PX; a waiter's, or any with fencing, is acquire.lua,
-// which keeps the key's line of waiters. lease is the Client's lease of a place in line, and
-// channel where the Client is told of releases.
+// which keeps the key's line of waiters. lease is the Client's lease of a place in line,
+// channel where the Client is told of releases, and leased whether its waiters' places need
+// leases (a release cannot count the Client as hearing it on a cluster: see driver.Clustered).
 type mutexOps struct {
 	keys    wire.MutexKeys // Fence "" without fencing
 	lease   time.Duration
 	channel string
-	cluster bool // see leased
+	leased  bool
 }
 
 // mutexOps returns the commands of the single-key lock whose keys are keys.
 func (c *Client) mutexOps(keys wire.MutexKeys) mutexOps {
-	return mutexOps{keys: keys, lease: c.lease(), channel: c.self.channel, cluster: c.opts.leased}
+	return mutexOps{keys: keys, lease: c.lease(), channel: c.self.channel, leased: c.opts.leased}
 }
-
-// leased reports whether a waiter's place needs a lease: a release cannot count the Client as
-// hearing it on a node of a cluster (see driver.Clustered).
-func (m mutexOps) leased() bool { return m.cluster }
 
 // mutexSpec is a mutex's spec with its ops and the name it wakes, made in one allocation:
 // every Lock call makes one.
@@ -71,7 +68,7 @@ func (m mutexOps) acquire(a attempt) command {
 		return &set.Call
 	}
 	return run(wire.AcquireScript, wire.Acquire{Keys: m.keys, Token: a.token, TTL: a.ttl,
-		Waiter: a.waiter, Place: a.place, Lease: a.lease, Behind: satMul(a.lease, behindLeases), Channel: m.channel, Leased: m.leased()})
+		Waiter: a.waiter, Place: a.place, Lease: a.lease, Behind: satMul(a.lease, behindLeases), Channel: m.channel, Leased: m.leased})
 }
 
 func (m mutexOps) extend(token string, ttl time.Duration) command {
@@ -79,12 +76,12 @@ func (m mutexOps) extend(token string, ttl time.Duration) command {
 }
 
 func (m mutexOps) release(token, channel, waiter string) command {
-	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: token, Channel: channel, Waiter: waiter, Lease: m.lease, Leased: m.leased()})
+	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: token, Channel: channel, Waiter: waiter, Lease: m.lease, Leased: m.leased})
 }
 
 func (m mutexOps) rollback(a attempt, channel string) command {
 	return run(wire.ReleaseScript, wire.Release{Keys: m.keys, Token: a.token, Channel: channel, Waiter: a.waiter, Rollback: true,
-		Place: a.place, Lease: m.lease, Leased: m.leased()})
+		Place: a.place, Lease: m.lease, Leased: m.leased})
 }
 
 func (m mutexOps) claim(token string, ttl time.Duration) command {
